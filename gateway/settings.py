@@ -1,0 +1,22 @@
+"""The one place that reads the environment."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def gateway_home() -> Path:
+    """State directory: the local archive store, the audit log, the local span file."""
+    raw = os.environ.get("AGENT_GATEWAY_HOME")
+    return Path(raw).expanduser() if raw else Path.home() / ".agent-gateway"
+
+
+def claude_projects_root() -> Path:
+    """Where Claude Code keeps transcripts; archiving refuses files outside it."""
+    raw = os.environ.get("AGENT_GATEWAY_CLAUDE_PROJECTS")
+    if raw:
+        return Path(raw).expanduser()
+    config_dir = os.environ.get("CLAUDE_CONFIG_DIR")
+    base = Path(config_dir).expanduser() if config_dir else Path.home() / ".claude"
+    return base / "projects"

@@ -1,0 +1,56 @@
+"""Plain values shared across the gateway: stdlib only, no behaviour beyond construction."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+DecisionKind = Literal["allow", "deny", "ask", "abstain"]
+"""`abstain` means no rule applied: Claude Code's own permission flow decides."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call as a PreToolUse hook sees it, from any vantage point."""
+
+    tool_name: str
+    tool_input: Mapping[str, Any]
+    tool_use_id: str = ""
+    session_id: str = ""
+    cwd: str = ""
+    prompt_id: str = ""
+    agent_id: str = ""
+    agent_type: str = ""
+    permission_mode: str = ""
+    transcript_path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome of evaluating a policy against one tool call.
+
+    `kind` is what Claude Code is told. In monitor mode a matching deny is recorded as
+    `would_deny=True` while `kind` stays what the call would otherwise get.
+    """
+
+    kind: DecisionKind
+    rule_id: str = ""
+    reason: str = ""
+    would_deny: bool = False
+    matched: str = ""
+    """The simple command, path or host the rule matched, for explanations."""
+    policy_hash: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactRequest:
+    """A PreCompact hook input."""
+
+    session_id: str
+    transcript_path: str
+    trigger: str
+    custom_instructions: str | None = None
+    prompt_id: str = ""
+    cwd: str = ""
+    raw: Mapping[str, Any] = field(default_factory=dict)
