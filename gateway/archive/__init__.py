@@ -1,0 +1,1 @@
+"""Transcript archives taken before compaction: manifests, hash chain, stores."""

@@ -1,0 +1,205 @@
+"""Argument parsing only. Every command imports what it needs lazily, so the hook paths
+start fast: `agent-gateway hook pre-tool-use` must not pay for the SDK or aiohttp."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto")
+EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
+HOOK_EVENTS = ("pre-tool-use", "pre-compact")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Errors as one line, pointing at --help, instead of the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _csv(value: str) -> list[str]:
+    return [part for chunk in value.split(",") for part in chunk.split() if part]
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("prompt", help="the prompt for the agent")
+    p.add_argument("--cwd", help="working directory of the agent (default: current directory)")
+    p.add_argument("--model", help="model name or alias, e.g. claude-opus-5-5")
+    p.add_argument(
+        "--max-turns", type=int, metavar="N", help="stop after N turns (error_max_turns)"
+    )
+    p.add_argument(
+        "--max-budget-usd",
+        type=float,
+        metavar="USD",
+        help="stop when the run's cost reaches USD (error_max_budget_usd)",
+    )
+    p.add_argument(
+        "--permission-mode",
+        choices=PERMISSION_MODES,
+        help="Claude Code permission mode (bypassPermissions is refused as root)",
+    )
+    p.add_argument(
+        "--allowed-tools",
+        "--allowedTools",
+        dest="allowed_tools",
+        action="append",
+        type=_csv,
+        default=[],
+        metavar="TOOLS",
+        help="permission rules allowed without asking, comma-separated; repeatable",
+    )
+    p.add_argument(
+        "--disallowed-tools",
+        "--disallowedTools",
+        dest="disallowed_tools",
+        action="append",
+        type=_csv,
+        default=[],
+        metavar="TOOLS",
+        help="permission rules always denied, comma-separated; repeatable",
+    )
+    p.add_argument("--effort", choices=EFFORT_LEVELS, help="reasoning effort")
+    p.add_argument("--resume", metavar="SESSION", help="resume the session with this id")
+    p.add_argument(
+        "--fork-session",
+        action="store_true",
+        help="with --resume: continue in a new session id, leaving the original intact",
+    )
+    p.add_argument("--settings", metavar="FILE_OR_JSON", help="Claude Code settings file or JSON")
+    p.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="policy file; repeat in order org, team, project (lower layers only tighten)",
+    )
+    p.add_argument(
+        "--output-format",
+        choices=("text", "json", "stream-json"),
+        default="text",
+        help="text: the final answer; json: the result object; "
+        "stream-json: every message, one JSON object per line",
+    )
+    p.add_argument(
+        "--include-partial-messages",
+        action="store_true",
+        help="with stream-json: also print stream_event lines (the partial stream)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="agent-gateway",
+        description="Policy, compaction audit and tracing for Claude Code agents.",
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    run = sub.add_parser(
+        "run",
+        help="run the agent with the gateway attached",
+        description="Run the real Claude Code agent loop through claude-agent-sdk "
+        "with policy, archive and tracing attached. The environment "
+        "(ANTHROPIC_*, OTEL_*, CLAUDE_CODE_*) reaches the agent.",
+    )
+    _add_run_options(run)
+
+    demo = sub.add_parser("demo", help="run a scripted multi-turn session (no API key needed)")
+    demo.add_argument(
+        "--keep", action="store_true", help="keep the temp workspace and print its path"
+    )
+
+    hook = sub.add_parser(
+        "hook", help="Claude Code command hook: hook JSON on stdin, decision on stdout"
+    )
+    hook.add_argument("event", choices=HOOK_EVENTS)
+    hook.add_argument("--policy", action="append", default=[], metavar="PATH")
+
+    _add_policy_commands(sub)
+    _add_archive_commands(sub)
+    return parser
+
+
+def _add_policy_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
+    policy = sub.add_parser("policy", help="check, explain and test policy files")
+    psub = policy.add_subparsers(dest="policy_command", metavar="ACTION", parser_class=_Parser)
+    psub.required = True
+    check = psub.add_parser("check", help="validate policy files (layered in the order given)")
+    check.add_argument("paths", nargs="+", metavar="PATH")
+    explain = psub.add_parser("explain", help="show which rule decides a hook input, and why")
+    explain.add_argument("--policy", action="append", required=True, metavar="PATH")
+    explain.add_argument("--input", required=True, metavar="HOOK_INPUT.json")
+    test = psub.add_parser("test", help="run the test cases kept beside policy files")
+    test.add_argument("paths", nargs="+", metavar="PATH")
+
+    audit = sub.add_parser("audit", help="the decision audit log")
+    asub = audit.add_subparsers(dest="audit_command", metavar="ACTION", parser_class=_Parser)
+    asub.required = True
+    verify = asub.add_parser("verify", help="check the audit log's hash chain")
+    verify.add_argument(
+        "--log", metavar="PATH", help="audit log (default AGENT_GATEWAY_HOME/audit.jsonl)"
+    )
+
+
+def _add_archive_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
+    archive = sub.add_parser("archive", help="transcripts archived before compaction")
+    asub = archive.add_subparsers(dest="archive_command", metavar="ACTION", parser_class=_Parser)
+    asub.required = True
+    lst = asub.add_parser("list", help="one archive per line, its id first")
+    lst.add_argument("--session", metavar="SESSION")
+    show = asub.add_parser("show", help="the manifest, then the transcript")
+    show.add_argument("id")
+    export = asub.add_parser("export", help="write an archive's files into a directory")
+    export.add_argument("id")
+    export.add_argument("dir")
+    asub.add_parser("verify", help="check every object's hash and the whole chain")
+    for p in (lst, show, export, *asub.choices.values()):
+        if not any(a.dest == "policy" for a in p._actions):
+            p.add_argument(
+                "--policy",
+                action="append",
+                default=[],
+                metavar="PATH",
+                help="policy files whose compaction: section names the store",
+            )
+
+
+def _version() -> str:
+    from gateway import __version__
+
+    return f"agent-gateway {__version__}"
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    args = build_parser().parse_args(argv)
+    sys.exit(_dispatch(args))
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    command: str = args.command
+    if command == "hook":
+        from gateway.hook_main import run_hook
+
+        return run_hook(args.event, args.policy)
+    if command == "run":
+        from gateway.run_command import run_command
+
+        return run_command(args)
+    if command == "demo":
+        from gateway.demo import run_demo
+
+        return run_demo(keep=args.keep)
+    if command in ("policy", "audit"):
+        from gateway.cli_policy import dispatch_policy
+
+        return dispatch_policy(args)
+    if command == "archive":
+        from gateway.cli_archive import dispatch_archive
+
+        return dispatch_archive(args)
+    raise AssertionError(f"unhandled command {command}")  # argparse only yields the above

@@ -1,0 +1,83 @@
+"""Runs the real agent loop through claude-agent-sdk with the gateway attached."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any
+
+from claude_agent_sdk import ClaudeAgentOptions, Message, StreamEvent
+from claude_agent_sdk import query as sdk_query
+from claude_agent_sdk._internal.transport import Transport
+from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+
+from gateway.attachments import Attachments, compose_options
+
+# Control-protocol frames: the SDK's business, never part of the conversation.
+_CONTROL_TYPES = frozenset(
+    {"control_request", "control_response", "control_cancel_request", "keep_alive"}
+)
+
+
+def is_conversation_message(message: dict[str, Any]) -> bool:
+    """True for what `claude -p --output-format stream-json --verbose` would print."""
+    return message.get("type") not in _CONTROL_TYPES and message.get("sdk_host_only") is not True
+
+
+class TappedTransport(Transport):
+    """Delegates to a real transport and shows every conversation message to the taps."""
+
+    def __init__(self, inner: Transport, attachments: Attachments) -> None:
+        self._inner = inner
+        self._attachments = attachments
+
+    async def connect(self) -> None:
+        await self._inner.connect()
+
+    async def write(self, data: str) -> None:
+        await self._inner.write(data)
+
+    def read_messages(self) -> AsyncIterator[dict[str, Any]]:
+        return self._read()
+
+    async def _read(self) -> AsyncIterator[dict[str, Any]]:
+        async for message in self._inner.read_messages():
+            if is_conversation_message(message):
+                self._attachments.tap(message)
+            yield message
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+    def is_ready(self) -> bool:
+        return self._inner.is_ready()
+
+    async def end_input(self) -> None:
+        await self._inner.end_input()
+
+
+async def query(
+    *,
+    prompt: str | AsyncIterable[dict[str, Any]],
+    options: ClaudeAgentOptions | None = None,
+    transport: Transport | None = None,
+    attachments: Attachments | None = None,
+) -> AsyncIterator[Message]:
+    """`claude_agent_sdk.query` with the gateway attached: same arguments, same messages.
+
+    Partial-stream events reach the caller only when `options.include_partial_messages`
+    asked for them; the gateway always requests them for its own taps.
+    """
+    options = options or ClaudeAgentOptions()
+    attached = attachments or Attachments()
+    composed = compose_options(options, attached)
+    inner = transport or SubprocessCLITransport(prompt=prompt, options=composed)
+    forward_partial = options.include_partial_messages
+    try:
+        async for message in sdk_query(
+            prompt=prompt, options=composed, transport=TappedTransport(inner, attached)
+        ):
+            if isinstance(message, StreamEvent) and not forward_partial:
+                continue
+            yield message
+    finally:
+        attached.close()

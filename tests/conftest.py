@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.testing import ScriptedServer
+from tests.e2e.harness import Sandbox
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Sandbox:
+    home, cwd, gw = tmp_path / "home", tmp_path / "work", tmp_path / "gateway-home"
+    for d in (home, cwd, gw):
+        d.mkdir()
+    return Sandbox(home=home, cwd=cwd, gateway_home=gw)
+
+
+@pytest.fixture
+def scripted(sandbox: Sandbox) -> Iterator[Callable[[dict[str, Any]], ScriptedServer]]:
+    """Start a scripted Messages API for a scenario and point the sandbox at it."""
+    servers: list[ScriptedServer] = []
+
+    def start(scenario: dict[str, Any]) -> ScriptedServer:
+        server = ScriptedServer(scenario).start()
+        servers.append(server)
+        sandbox.base_url = server.url
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

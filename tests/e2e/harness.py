@@ -1,0 +1,138 @@
+"""Runs the real Claude Code (bundled in claude-agent-sdk) offline against the scripted API."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import claude_agent_sdk
+
+CLAUDE_BIN = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+
+
+@dataclass
+class RunOutcome:
+    returncode: int
+    stdout: str
+    stderr: str
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def results(self) -> list[dict[str, Any]]:
+        return [m for m in self.messages if m.get("type") == "result"]
+
+    @property
+    def result(self) -> dict[str, Any]:
+        assert self.results, f"no result message; stderr: {self.stderr[-2000:]}"
+        return self.results[-1]
+
+    @property
+    def session_id(self) -> str:
+        return str(self.result["session_id"])
+
+    def tool_results(self) -> list[dict[str, Any]]:
+        blocks = []
+        for m in self.messages:
+            content = m.get("message", {}).get("content") if m.get("type") == "user" else None
+            if isinstance(content, list):
+                blocks.extend(b for b in content if b.get("type") == "tool_result")
+        return blocks
+
+
+@dataclass
+class Sandbox:
+    """A temp HOME and workspace, and the environment that points Claude Code at a server."""
+
+    home: Path
+    cwd: Path
+    gateway_home: Path
+    base_url: str = ""
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def env(self, **overrides: str) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("ANTHROPIC_", "CLAUDE_CODE_", "OTEL_", "TRACE"))
+        }
+        env.update(
+            {
+                "HOME": str(self.home),
+                "ANTHROPIC_API_KEY": "scripted-test-key",
+                "ANTHROPIC_BASE_URL": self.base_url,
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "CLAUDE_CODE_MAX_RETRIES": "1",
+                "AGENT_GATEWAY_HOME": str(self.gateway_home),
+                "OTEL_TRACES_EXPORTER": "none",
+            }
+        )
+        env.update(self.extra_env)
+        env.update(overrides)
+        return env
+
+    @property
+    def projects_root(self) -> Path:
+        return self.home / ".claude" / "projects"
+
+
+def parse_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip().startswith("{")]
+
+
+def gateway_run(
+    sandbox: Sandbox,
+    prompt: str,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 180,
+) -> RunOutcome:
+    """`agent-gateway run PROMPT --output-format stream-json ARGS` as a real subprocess."""
+    cmd = [sys.executable, "-m", "gateway", "run", prompt, "--output-format", "stream-json", *args]
+    return _run(cmd, sandbox, env, timeout)
+
+
+def gateway_cli(
+    sandbox: Sandbox,
+    *args: str,
+    stdin: str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+) -> RunOutcome:
+    return _run([sys.executable, "-m", "gateway", *args], sandbox, env, timeout, stdin)
+
+
+def claude_run(
+    sandbox: Sandbox,
+    prompt: str,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 180,
+) -> RunOutcome:
+    """The bare Claude Code binary, not through the gateway."""
+    cmd = [str(CLAUDE_BIN), "-p", prompt, "--output-format", "stream-json", "--verbose", *args]
+    return _run(cmd, sandbox, env, timeout)
+
+
+def _run(
+    cmd: Sequence[str],
+    sandbox: Sandbox,
+    env: Mapping[str, str] | None,
+    timeout: float,
+    stdin: str | None = None,
+) -> RunOutcome:
+    proc = subprocess.run(
+        list(cmd),
+        cwd=sandbox.cwd,
+        env=dict(env or sandbox.env()),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return RunOutcome(proc.returncode, proc.stdout, proc.stderr, parse_lines(proc.stdout))
