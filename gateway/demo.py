@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import shutil
 import sys
@@ -127,7 +128,7 @@ def run_demo(*, keep: bool = False) -> int:
                     cwd=str(workspace / "project"), env=env, allowed_tools=["Write", "Bash"]
                 ),
             )
-            status = asyncio.run(execute(request, _Discard(), sys.stderr, [DemoView(console)]))
+            status = asyncio.run(execute(request, io.StringIO(), sys.stderr, [DemoView(console)]))
         notes = workspace / "project" / "NOTES.md"
         if notes.exists():
             console.print(f"\nthe agent's file on disk, {notes}:\n{notes.read_text()}")
@@ -138,12 +139,3 @@ def run_demo(*, keep: bool = False) -> int:
         else:
             shutil.rmtree(workspace, ignore_errors=True)
 
-
-class _Discard:
-    """The demo draws its own view; the run's plain text output is not needed."""
-
-    def write(self, _text: str) -> int:
-        return 0
-
-    def flush(self) -> None:
-        return None
