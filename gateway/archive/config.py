@@ -24,7 +24,9 @@ class CompactionSettings(BaseModel):
 
     archive: bool = True
     store: Literal["local", "s3"] = "local"
-    path: str | None = Field(default=None, description="local store directory; default AGENT_GATEWAY_HOME/archive")
+    path: str | None = Field(
+        default=None, description="local store directory; default AGENT_GATEWAY_HOME/archive"
+    )
     bucket: str | None = None
     prefix: str = ""
     endpoint_url: str | None = None
