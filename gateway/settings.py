@@ -20,3 +20,8 @@ def claude_projects_root() -> Path:
     config_dir = os.environ.get("CLAUDE_CONFIG_DIR")
     base = Path(config_dir).expanduser() if config_dir else Path.home() / ".claude"
     return base / "projects"
+
+
+def otel_env() -> dict[str, str]:
+    """The standard OTEL_* variables: the only telemetry configuration."""
+    return {k: v for k, v in os.environ.items() if k.startswith("OTEL_")}

@@ -1,0 +1,261 @@
+"""One API response as a chat span: shared by the stream_event path and the proxy's SSE tap.
+
+`ChatAccumulator` folds Messages API stream events (message_start .. message_stop) into one
+response; `chat_attributes` turns it into span attributes. Both are pure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.telemetry import attributes as A
+from gateway.telemetry.content import ContentPolicy
+from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec, SpanStatus
+from gateway.telemetry.pricing import PriceTable, Usage
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usage_from_api(raw: Mapping[str, Any]) -> Usage:
+    """A Messages API `usage` object (message_start, message_delta or a whole message)."""
+    split = raw.get("cache_creation")
+    five = one = None
+    if isinstance(split, Mapping):
+        five = _int(split.get("ephemeral_5m_input_tokens"))
+        one = _int(split.get("ephemeral_1h_input_tokens"))
+    return Usage(
+        input_tokens=_int(raw.get("input_tokens")) or 0,
+        output_tokens=_int(raw.get("output_tokens")) or 0,
+        cache_read_input_tokens=_int(raw.get("cache_read_input_tokens")) or 0,
+        cache_creation_input_tokens=_int(raw.get("cache_creation_input_tokens")) or 0,
+        cache_creation_5m_input_tokens=five,
+        cache_creation_1h_input_tokens=one,
+    )
+
+
+@dataclass(slots=True)
+class ToolUseBlock:
+    id: str
+    name: str
+    input_json: str = ""
+
+
+@dataclass(slots=True)
+class ChatAccumulator:
+    """Folds the events of one streamed response. Later usage fields override earlier ones:
+    message_delta's usage is cumulative and carries the final output_tokens."""
+
+    message_id: str = ""
+    model: str = ""
+    stop_reason: str | None = None
+    usage_raw: dict[str, Any] = field(default_factory=dict)
+    saw_start: bool = False
+    saw_delta: bool = False
+    saw_stop: bool = False
+    error_type: str = ""
+    error_message: str = ""
+    texts: list[str] = field(default_factory=list)
+    tool_uses: list[ToolUseBlock] = field(default_factory=list)
+    _blocks: dict[int, ToolUseBlock | list[str]] = field(default_factory=dict)
+
+    def apply(self, event: Mapping[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message") or {}
+            self.saw_start = True
+            self.message_id = str(message.get("id") or self.message_id)
+            self.model = str(message.get("model") or self.model)
+            self._merge_usage(message.get("usage"))
+        elif kind == "content_block_start":
+            self._start_block(_int(event.get("index")) or 0, event.get("content_block") or {})
+        elif kind == "content_block_delta":
+            self._delta(_int(event.get("index")) or 0, event.get("delta") or {})
+        elif kind == "message_delta":
+            self.saw_delta = True
+            delta = event.get("delta") or {}
+            if delta.get("stop_reason") is not None:
+                self.stop_reason = str(delta["stop_reason"])
+            self._merge_usage(event.get("usage"))
+        elif kind == "message_stop":
+            self.saw_stop = True
+        elif kind == "error":
+            error = event.get("error") or {}
+            self.error_type = str(error.get("type") or "error")
+            self.error_message = str(error.get("message") or "")
+
+    def apply_message(self, message: Mapping[str, Any]) -> None:
+        """A whole message (an `assistant` line, or a non-streaming body): ids, blocks, usage.
+
+        An `assistant` line repeats message_start's usage, so it only fills what is unknown.
+        """
+        self.message_id = self.message_id or str(message.get("id") or "")
+        self.model = self.model or str(message.get("model") or "")
+        if not self.saw_start and not self.saw_delta:
+            self._merge_usage(message.get("usage"))
+            if message.get("stop_reason") is not None:
+                self.stop_reason = str(message["stop_reason"])
+        if self.saw_start:
+            return  # the stream events carry the blocks already
+        for block in message.get("content") or []:
+            if block.get("type") == "text":
+                self.texts.append(str(block.get("text") or ""))
+            elif block.get("type") == "tool_use":
+                self.tool_uses.append(
+                    ToolUseBlock(
+                        str(block.get("id") or ""),
+                        str(block.get("name") or ""),
+                        json.dumps(block.get("input") or {}),
+                    )
+                )
+
+    @property
+    def usage(self) -> Usage:
+        return usage_from_api(self.usage_raw)
+
+    @property
+    def exact(self) -> bool:
+        """True when the final usage came from message_delta (not message_start's placeholder)."""
+        return self.saw_delta
+
+    def _merge_usage(self, raw: Any) -> None:
+        if isinstance(raw, Mapping):
+            self.usage_raw.update({k: v for k, v in raw.items() if v is not None})
+
+    def _start_block(self, index: int, block: Mapping[str, Any]) -> None:
+        if block.get("type") == "tool_use":
+            tool = ToolUseBlock(str(block.get("id") or ""), str(block.get("name") or ""))
+            self.tool_uses.append(tool)
+            self._blocks[index] = tool
+        elif block.get("type") == "text":
+            parts = [str(block.get("text") or "")]
+            self._blocks[index] = parts
+            self.texts.append("")
+
+    def _delta(self, index: int, delta: Mapping[str, Any]) -> None:
+        target = self._blocks.get(index)
+        if isinstance(target, ToolUseBlock) and delta.get("type") == "input_json_delta":
+            target.input_json += str(delta.get("partial_json") or "")
+        elif isinstance(target, list) and delta.get("type") == "text_delta":
+            target.append(str(delta.get("text") or ""))
+            self.texts[-1] = "".join(target)
+
+
+def chat_span_name(model: str) -> str:
+    return f"chat {model}" if model else "chat"
+
+
+def chat_attributes(
+    acc: ChatAccumulator,
+    *,
+    request_model: str,
+    prices: PriceTable,
+    content: ContentPolicy,
+    conversation_id: str = "",
+) -> tuple[dict[str, AttributeValue], float | None]:
+    """The chat span's attributes and its cost (None when unknown)."""
+    usage = acc.usage
+    attrs: dict[str, AttributeValue] = {
+        A.GEN_AI_OPERATION_NAME: A.OP_CHAT,
+        A.GEN_AI_PROVIDER_NAME: A.PROVIDER_ANTHROPIC,
+        A.GEN_AI_REQUEST_MODEL: request_model or acc.model,
+        A.GEN_AI_USAGE_INPUT_TOKENS: usage.total_input_tokens,
+        A.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: usage.cache_read_input_tokens,
+        A.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: usage.cache_creation_input_tokens,
+        A.CHAT_USAGE_SOURCE: "stream" if acc.exact else "assistant_message",
+    }
+    if conversation_id:
+        attrs[A.GEN_AI_CONVERSATION_ID] = conversation_id
+    if acc.model:
+        attrs[A.GEN_AI_RESPONSE_MODEL] = acc.model
+    if acc.message_id:
+        attrs[A.GEN_AI_RESPONSE_ID] = acc.message_id
+    if usage.cache_creation_1h_input_tokens is not None:
+        attrs[A.CHAT_CACHE_CREATION_1H_INPUT_TOKENS] = usage.cache_creation_1h_input_tokens
+    if usage.cache_creation_5m_input_tokens is not None:
+        attrs[A.CHAT_CACHE_CREATION_5M_INPUT_TOKENS] = usage.cache_creation_5m_input_tokens
+    cost: float | None = None
+    if acc.exact:
+        attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
+        if acc.stop_reason:
+            attrs[A.GEN_AI_RESPONSE_FINISH_REASONS] = (acc.stop_reason,)
+        model = acc.model or request_model
+        cost = prices.cost(model, usage)
+        if cost is None:
+            attrs[A.COST_UNPRICED_MODEL] = model
+        else:
+            attrs[A.GEN_AI_USAGE_COST] = cost
+    if acc.error_type:
+        attrs[A.ERROR_TYPE] = acc.error_type
+    output = content.render(
+        {
+            "text": "".join(acc.texts),
+            "tool_calls": [{"id": t.id, "name": t.name} for t in acc.tool_uses],
+        }
+    )
+    if output is not None:
+        attrs[A.GEN_AI_OUTPUT_MESSAGES] = output
+    return attrs, cost
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequestMeta:
+    """What the proxy knows about one upstream request besides the SSE events."""
+
+    start_ns: int
+    end_ns: int
+    request_model: str = ""
+    http_status: int = 200
+    retry_count: int = 0
+    ttft_ns: int | None = None
+    conversation_id: str = ""
+
+
+def chat_span_from_sse(
+    events: Iterable[Mapping[str, Any]],
+    meta: ChatRequestMeta,
+    *,
+    parent: SpanRef,
+    span_id: int,
+    prices: PriceTable,
+    content: ContentPolicy | None = None,
+) -> SpanSpec:
+    """A chat span from a tapped Messages API SSE sequence (message_start .. message_stop)."""
+    acc = ChatAccumulator()
+    for event in events:
+        acc.apply(event)
+    attrs, _ = chat_attributes(
+        acc,
+        request_model=meta.request_model,
+        prices=prices,
+        content=content or ContentPolicy(),
+        conversation_id=meta.conversation_id,
+    )
+    attrs[A.HTTP_RESPONSE_STATUS_CODE] = meta.http_status
+    attrs[A.CHAT_RETRY_COUNT] = meta.retry_count
+    if meta.ttft_ns is not None:
+        attrs[A.CHAT_TTFT_MS] = meta.ttft_ns / 1e6
+    status = SpanStatus()
+    if meta.http_status >= 400 or acc.error_type:
+        error = acc.error_type or str(meta.http_status)
+        attrs.setdefault(A.ERROR_TYPE, error)
+        if acc.error_message:
+            attrs[A.CHAT_ERROR_MESSAGE] = acc.error_message
+        status = SpanStatus("error", acc.error_message or f"HTTP {meta.http_status}")
+    return SpanSpec(
+        name=chat_span_name(acc.model or meta.request_model),
+        trace_id=parent.trace_id,
+        span_id=span_id,
+        parent_span_id=parent.span_id,
+        start_ns=meta.start_ns,
+        end_ns=meta.end_ns,
+        attributes=attrs,
+        status=status,
+        kind="client",
+        parent_is_remote=parent.is_remote,
+        trace_state=parent.trace_state,
+    )

@@ -1,0 +1,317 @@
+"""The export shell: standard OTEL_* configuration, a batch pipeline, a bounded flush.
+
+`export_settings(env, home)` is pure; `open_span_sink(settings)` builds the SDK pipeline;
+`SpanSink.export(specs)` hands span specs to it with their exact ids and times. An unreachable
+collector never fails or slows a run: exports run on the batch processor's thread with a short
+timeout, a failure opens a breaker that drops (and counts) further batches for a while, the
+flush at exit is bounded, and the dropped count is reported once through logging.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+from urllib.parse import unquote
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    ConsoleSpanExporter,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+
+from gateway.errors import ConfigError
+from gateway.telemetry.content import capture_enabled
+from gateway.telemetry.model import SpanSpec
+from gateway.telemetry.readable import to_readable
+from gateway.telemetry.spanfile import SpanFileExporter, span_file_path
+
+logger = logging.getLogger("agent_gateway.telemetry")
+
+DEFAULT_SERVICE_NAME = "agent-gateway"
+DEFAULT_EXPORT_TIMEOUT_S = 2.0
+DEFAULT_FLUSH_TIMEOUT_S = 3.0
+BREAKER_COOLDOWN_S = 30.0
+PROTOCOLS = ("http/protobuf", "grpc")
+EXPORTERS = ("otlp", "console", "none")
+FILE = "file"
+"""Not an OTEL_TRACES_EXPORTER value: what runs when no exporter is configured."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExportSettings:
+    exporters: tuple[str, ...]
+    protocol: str = "http/protobuf"
+    endpoint: str = ""
+    timeout_s: float | None = DEFAULT_EXPORT_TIMEOUT_S
+    span_file: Path | None = None
+    capture_content: bool = False
+    resource: Mapping[str, str] = field(default_factory=dict)
+
+
+def _resource_attributes(env: Mapping[str, str]) -> dict[str, str]:
+    attrs: dict[str, str] = {}
+    for item in (env.get("OTEL_RESOURCE_ATTRIBUTES") or "").split(","):
+        key, sep, value = item.partition("=")
+        if sep and key.strip():
+            attrs[unquote(key.strip())] = unquote(value.strip())
+    service = (env.get("OTEL_SERVICE_NAME") or "").strip()
+    attrs["service.name"] = service or attrs.get("service.name") or DEFAULT_SERVICE_NAME
+    return attrs
+
+
+def _endpoint(env: Mapping[str, str], protocol: str) -> str:
+    specific = (env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or "").strip()
+    if specific:
+        return specific
+    base = (env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "").strip()
+    if protocol == "grpc":
+        return base or "http://localhost:4317"
+    return (base or "http://localhost:4318").rstrip("/") + "/v1/traces"
+
+
+def export_settings(env: Mapping[str, str], home: Path) -> ExportSettings:
+    """Read the standard OTEL_* variables (and nothing else) into settings: pure."""
+    raw = (env.get("OTEL_TRACES_EXPORTER") or "").strip().lower()
+    if raw:
+        names = tuple(n.strip() for n in raw.split(",") if n.strip())
+        for name in names:
+            if name not in EXPORTERS:
+                raise ConfigError(
+                    f"OTEL_TRACES_EXPORTER: unsupported exporter {name!r} "
+                    f"(expected one of {', '.join(EXPORTERS)})"
+                )
+        exporters = tuple(n for n in names if n != "none")
+    elif env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        exporters = ("otlp",)
+    else:
+        exporters = (FILE,)
+    protocol = (
+        env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "http/protobuf"
+    ).strip()
+    if "otlp" in exporters and protocol not in PROTOCOLS:
+        raise ConfigError(
+            f"OTEL_EXPORTER_OTLP_PROTOCOL: unsupported protocol {protocol!r} "
+            f"(expected one of {', '.join(PROTOCOLS)})"
+        )
+    has_timeout = env.get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") or env.get(
+        "OTEL_EXPORTER_OTLP_TIMEOUT"
+    )
+    return ExportSettings(
+        exporters=exporters,
+        protocol=protocol,
+        endpoint=_endpoint(env, protocol),
+        timeout_s=None if has_timeout else DEFAULT_EXPORT_TIMEOUT_S,
+        span_file=span_file_path(home) if FILE in exporters else None,
+        capture_content=capture_enabled(
+            env.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+        ),
+        resource=_resource_attributes(env),
+    )
+
+
+class GuardedExporter(SpanExporter):
+    """Wraps an exporter: failures are counted, never raised; after one, batches are dropped
+    at once for `cooldown_s` so a dead collector costs one timeout, not one per batch."""
+
+    def __init__(
+        self,
+        inner: SpanExporter,
+        *,
+        label: str,
+        cooldown_s: float = BREAKER_COOLDOWN_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.inner = inner
+        self.label = label
+        self.dropped = 0
+        self._cooldown_s = cooldown_s
+        self._clock = clock
+        self._open_until = 0.0
+        self._warned = False
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self._clock() < self._open_until:
+            self._drop(len(spans), None)
+            return SpanExportResult.FAILURE
+        reason: Exception | None = None
+        try:
+            result = self.inner.export(spans)
+        except Exception as error:  # an exporter must never break the run
+            result, reason = SpanExportResult.FAILURE, error
+        if result is not SpanExportResult.SUCCESS:
+            self._open_until = self._clock() + self._cooldown_s
+            self._drop(len(spans), reason)
+        return result
+
+    def _drop(self, count: int, reason: Exception | None) -> None:
+        with self._lock:
+            self.dropped += count
+            first = not self._warned
+            self._warned = True
+        if first:
+            logger.warning(
+                "span export to %s failed%s; dropping spans while it is unreachable",
+                self.label,
+                f" ({reason})" if reason else "",
+            )
+
+    def shutdown(self) -> None:
+        try:
+            self.inner.shutdown()
+        except Exception:
+            logger.debug("exporter shutdown failed", exc_info=True)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def _otlp_exporter(settings: ExportSettings) -> SpanExporter:
+    if settings.protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+            OTLPSpanExporter as GrpcExporter,
+        )
+
+        return GrpcExporter(endpoint=settings.endpoint, timeout=settings.timeout_s)
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    return OTLPSpanExporter(endpoint=settings.endpoint, timeout=settings.timeout_s)
+
+
+class SpanSink:
+    """Where finished span specs go. Thread-safe; `shutdown` is idempotent and bounded."""
+
+    def __init__(
+        self,
+        processors: Sequence[SpanProcessor],
+        guards: Sequence[GuardedExporter],
+        resource: Resource,
+        *,
+        settings: ExportSettings | None = None,
+    ) -> None:
+        self.settings = settings
+        self._processors = list(processors)
+        self._guards = list(guards)
+        self._resource = resource
+        self._closed = False
+        self._lock = threading.Lock()
+
+    @property
+    def dropped(self) -> int:
+        return sum(g.dropped for g in self._guards)
+
+    @property
+    def span_file(self) -> Path | None:
+        return self.settings.span_file if self.settings else None
+
+    def export(self, specs: Iterable[SpanSpec]) -> None:
+        if self._closed:
+            return
+        for spec in specs:
+            span = to_readable(spec, self._resource)
+            for processor in self._processors:
+                processor.on_end(span)
+
+    def flush(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> bool:
+        """Export what is queued, waiting at most `timeout_s`; True when all went out."""
+        done = threading.Event()
+        ok: list[bool] = []
+
+        def run() -> None:
+            try:
+                ok.extend(p.force_flush(int(timeout_s * 1000)) for p in self._processors)
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="agent-gateway-span-flush", daemon=True).start()
+        return done.wait(timeout_s) and all(ok)
+
+    def shutdown(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> None:
+        """Flush, stop the pipeline and report dropped spans once."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        flushed = self.flush(timeout_s)
+        for processor in self._processors:
+            threading.Thread(target=processor.shutdown, daemon=True).start()
+        if self.dropped or not flushed:
+            logger.warning(
+                "%d span(s) dropped%s: the trace exporter was unreachable",
+                self.dropped,
+                "" if flushed else " (and the final flush timed out)",
+            )
+
+
+def open_span_sink(settings: ExportSettings) -> SpanSink:
+    """The SDK pipeline for `settings`: batch processors for network exporters."""
+    resource = Resource.create(dict(settings.resource))
+    processors: list[SpanProcessor] = []
+    guards: list[GuardedExporter] = []
+    for name in settings.exporters:
+        if name == "otlp":
+            guard = GuardedExporter(_otlp_exporter(settings), label=settings.endpoint)
+            guards.append(guard)
+            processors.append(BatchSpanProcessor(guard))
+        elif name == "console":
+            processors.append(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
+        elif name == FILE and settings.span_file is not None:
+            guard = GuardedExporter(
+                SpanFileExporter(settings.span_file), label=str(settings.span_file), cooldown_s=0
+            )
+            guards.append(guard)
+            processors.append(SimpleSpanProcessor(guard))
+    return SpanSink(processors, guards, resource, settings=settings)
+
+
+def span_sink_from_env(env: Mapping[str, str] | None = None, home: Path | None = None) -> SpanSink:
+    """Convenience for the runner: settings from `env` (default os.environ) and the home dir."""
+    from gateway.settings import gateway_home
+
+    return open_span_sink(
+        export_settings(os.environ if env is None else env, home or gateway_home())
+    )
+
+
+def install_exit_flush(sink: SpanSink) -> Callable[[], None]:
+    """Shut the sink down at interpreter exit and on SIGTERM (then let SIGTERM proceed).
+
+    Call from the main thread. Returns a function that undoes the installation.
+    """
+    atexit.register(sink.shutdown)
+    previous: Any = None
+    installed = threading.current_thread() is threading.main_thread()
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        sink.shutdown()
+        if callable(previous):
+            previous(signum, frame)
+            return
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    if installed:
+        previous = signal.signal(signal.SIGTERM, on_sigterm)
+
+    def uninstall() -> None:
+        atexit.unregister(sink.shutdown)
+        if installed and signal.getsignal(signal.SIGTERM) is on_sigterm:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+    return uninstall

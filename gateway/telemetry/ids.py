@@ -1,0 +1,96 @@
+"""Trace and span ids: deterministic (hashed from the session) or random; W3C traceparent."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from typing import Protocol
+
+from gateway.telemetry.model import SpanRef
+
+_TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+
+
+class IdSource(Protocol):
+    """Gives the trace id and a span id per (kind, key); the same kind and key, the same id."""
+
+    @property
+    def trace_id(self) -> int: ...
+
+    def span_id(self, kind: str, key: str) -> int: ...
+
+
+def _digest(*parts: str) -> bytes:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()
+
+
+def _nonzero(value: int) -> int:
+    return value or 1
+
+
+class DeterministicIds:
+    """Ids hashed from the session id, so stateless replicas agree on one trace.
+
+    trace id = sha256("trace", session)[:16]; span id = sha256(session, kind, key)[:8].
+    """
+
+    def __init__(self, session_id: str, *, trace_id: int | None = None) -> None:
+        self.session_id = session_id
+        self._trace_id = trace_id or _nonzero(
+            int.from_bytes(_digest("trace", session_id)[:16], "big")
+        )
+
+    @property
+    def trace_id(self) -> int:
+        return self._trace_id
+
+    def span_id(self, kind: str, key: str) -> int:
+        return _nonzero(int.from_bytes(_digest(self.session_id, kind, key)[:8], "big"))
+
+
+class RandomIds:
+    """A random trace id (or the caller's, from TRACEPARENT) and random span ids, memoized."""
+
+    def __init__(self, trace_id: int | None = None, *, rng: random.Random | None = None) -> None:
+        self._rng = rng or random.SystemRandom()
+        self._trace_id = trace_id or _nonzero(self._rng.getrandbits(128))
+        self._spans: dict[tuple[str, str], int] = {}
+
+    @property
+    def trace_id(self) -> int:
+        return self._trace_id
+
+    def span_id(self, kind: str, key: str) -> int:
+        found = self._spans.get((kind, key))
+        if found is None:
+            found = self._spans[(kind, key)] = _nonzero(self._rng.getrandbits(64))
+        return found
+
+
+def parse_traceparent(traceparent: str | None, tracestate: str | None = None) -> SpanRef | None:
+    """A remote parent from W3C headers, or None when absent or malformed."""
+    if not traceparent:
+        return None
+    match = _TRACEPARENT.match(traceparent.strip().lower())
+    if match is None or match.group(1) == "ff":
+        return None
+    trace_id, span_id = int(match.group(2), 16), int(match.group(3), 16)
+    if trace_id == 0 or span_id == 0:
+        return None
+    return SpanRef(
+        trace_id=trace_id,
+        span_id=span_id,
+        trace_state=(tracestate or "").strip(),
+        is_remote=True,
+        sampled=bool(int(match.group(4), 16) & 1),
+    )
+
+
+def traceparent_for(ref: SpanRef) -> dict[str, str]:
+    """TRACEPARENT (and TRACESTATE when set) env entries that make `ref` the parent."""
+    flags = "01" if ref.sampled else "00"
+    env = {"TRACEPARENT": f"00-{ref.trace_id:032x}-{ref.span_id:016x}-{flags}"}
+    if ref.trace_state:
+        env["TRACESTATE"] = ref.trace_state
+    return env

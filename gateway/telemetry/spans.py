@@ -1,0 +1,587 @@
+"""Claude Code's message stream (and the gateway's hook events) -> finished span specs: pure.
+
+Feed `TraceBuilder` the stream-json message dicts in order, each with the time it was seen,
+plus the hook-side events; every call returns the spans that finished. `finish()` at the end
+of the stream closes whatever is still open and returns the root span last.
+
+Span tree:
+    invoke_agent claude-code                    (root; ends with the ResultMessage data)
+      turn                                      (one model response + the tools it asked for)
+        chat {model}                            (one per message.id, never per block)
+        execute_tool {tool}                     (PreToolUse -> PostToolUse / tool_result)
+          turn                                  (a subagent's turns, under its Task/Agent tool)
+      compaction                                (status: compacting -> compact_boundary)
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.telemetry import attributes as A
+from gateway.telemetry.chat import ChatAccumulator, chat_attributes, chat_span_name
+from gateway.telemetry.compaction import Compaction, compaction_spec
+from gateway.telemetry.content import ContentPolicy
+from gateway.telemetry.ids import IdSource, RandomIds, parse_traceparent
+from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec, SpanStatus
+from gateway.telemetry.pricing import PriceTable, load_price_table
+from gateway.telemetry.result import result_attributes, result_status
+from gateway.telemetry.tools import ToolCallState, tool_attributes, tool_status
+from gateway.types import Decision
+
+AGENT_NAME = "claude-code"
+UNSET = SpanStatus()
+MAIN = ""
+"""Context key of the main agent; a subagent's key is its parent_tool_use_id."""
+
+
+@dataclass(slots=True)
+class _Chat:
+    acc: ChatAccumulator
+    span_id: int
+    start_ns: int
+    end_ns: int
+    ttft_ms: float | None = None
+    cost: float | None = None
+    emitted: bool = False
+
+
+@dataclass(slots=True)
+class _Turn:
+    index: int
+    context: str
+    span_id: int
+    parent_span_id: int
+    chat: _Chat
+    tool_ids: list[str] = field(default_factory=list)
+    superseded: bool = False
+    emitted: bool = False
+
+
+@dataclass(slots=True)
+class _Context:
+    turns: int = 0
+    current: _Turn | None = None
+
+
+class TraceBuilder:
+    """A state machine from messages and hook events to span specs. No clocks, no I/O."""
+
+    def __init__(
+        self,
+        *,
+        ids: IdSource,
+        start_ns: int,
+        parent: SpanRef | None = None,
+        prices: PriceTable | None = None,
+        content: ContentPolicy | None = None,
+        agent_name: str = AGENT_NAME,
+        prompt: str | None = None,
+        session_id: str = "",
+    ) -> None:
+        self._ids = ids
+        self._parent = parent
+        self._prices = prices if prices is not None else load_price_table()
+        self._content = content or ContentPolicy()
+        self._agent_name = agent_name
+        self._prompt = prompt
+        self._start_ns = start_ns
+        self._trace_id = parent.trace_id if parent is not None else ids.trace_id
+        self._trace_state = parent.trace_state if parent is not None else ""
+        self._root_id = ids.span_id("invoke_agent", "root")
+        self.session_id = session_id
+        self._model = ""
+        self._version = ""
+        self._contexts: dict[str, _Context] = {}
+        self._chats: dict[str, _Chat] = {}
+        self._turn_of_chat: dict[str, _Turn] = {}
+        self._tools: dict[str, ToolCallState] = {}
+        self._tasks: dict[str, str] = {}
+        self._subagent_types: dict[str, str] = {}
+        self._results: list[Mapping[str, Any]] = []
+        self._compaction: Compaction | None = None
+        self._compactions = 0
+        self._pending_archive: tuple[str | None, str | None, str | None] | None = None
+        self._finished = False
+
+    @classmethod
+    def for_wrapper(
+        cls,
+        *,
+        start_ns: int,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
+        rng: random.Random | None = None,
+        **options: Any,
+    ) -> TraceBuilder:
+        """The `agent-gateway run` builder: a child of TRACEPARENT when valid, else a new trace."""
+        parent = parse_traceparent(traceparent, tracestate)
+        ids = RandomIds(parent.trace_id if parent is not None else None, rng=rng)
+        return cls(ids=ids, start_ns=start_ns, parent=parent, **options)
+
+    @property
+    def root(self) -> SpanRef:
+        """The root span's place, known from the start: pass it on with `traceparent_for`."""
+        return SpanRef(self._trace_id, self._root_id, self._trace_state)
+
+    # --- inputs ----------------------------------------------------------------------------
+    def feed(self, message: Mapping[str, Any], at_ns: int) -> list[SpanSpec]:
+        """One stream-json message as `claude -p --output-format stream-json --verbose
+        --include-partial-messages` prints it (or the SDK's equivalent dict)."""
+        out: list[SpanSpec] = []
+        if not self.session_id and message.get("session_id"):
+            self.session_id = str(message["session_id"])
+        kind = message.get("type")
+        if kind == "system":
+            self._system(message, at_ns, out)
+        elif kind == "stream_event":
+            self._stream_event(message, at_ns, out)
+        elif kind == "assistant":
+            self._assistant(message, at_ns, out)
+        elif kind == "user":
+            self._user(message, at_ns, out)
+        elif kind == "result":
+            self._result(message, at_ns, out)
+        return out
+
+    def on_pre_tool_use(
+        self, tool_use_id: str, tool_name: str, decision: Decision | None, at_ns: int
+    ) -> list[SpanSpec]:
+        """PreToolUse seen by the gateway: the tool span starts here, with the decision."""
+        tool = self._tool(tool_use_id, tool_name, at_ns)
+        tool.start_ns = at_ns
+        tool.decision = decision
+        return []
+
+    def on_post_tool_use(self, tool_use_id: str, is_error: bool, at_ns: int) -> list[SpanSpec]:
+        """PostToolUse / PostToolUseFailure: the tool's execution ended."""
+        tool = self._tools.get(tool_use_id)
+        if tool is None or tool.emitted:
+            return []
+        tool.end_ns = at_ns if tool.end_ns is None else min(tool.end_ns, at_ns)
+        tool.is_error = is_error
+        return []
+
+    def on_compact_archived(
+        self,
+        archive_id: str | None,
+        error: str | None,
+        at_ns: int,
+        *,
+        trigger: str | None = None,
+    ) -> list[SpanSpec]:
+        """PreCompact handled: the transcript's archive id, or why archiving failed."""
+        del at_ns  # the compaction span's times come from the stream
+        comp = self._compaction
+        if comp is not None and comp.archive_id is None and comp.archive_error is None:
+            comp.archive_id, comp.archive_error = archive_id, error
+            comp.trigger = comp.trigger or trigger
+        else:
+            self._pending_archive = (archive_id, error, trigger)
+        return []
+
+    def finish(self, at_ns: int) -> list[SpanSpec]:
+        """The stream ended: close everything still open (marked incomplete), root last."""
+        if self._finished:
+            return []
+        self._finished = True
+        out: list[SpanSpec] = []
+        for chat in list(self._chats.values()):
+            if not chat.emitted:
+                self._emit_chat(chat, out, at_ns if chat.acc.saw_start else chat.end_ns)
+        for tool in list(self._tools.values()):
+            if not tool.emitted:
+                if tool.end_ns is None:
+                    tool.end_ns = at_ns
+                    tool.incomplete = True
+                tool.task_open = False
+                tool.result_seen = True
+                self._emit_tool(tool, out)
+        for ctx in self._contexts.values():
+            if ctx.current is not None:
+                ctx.current.superseded = True
+                self._try_emit_turn(ctx.current, out)
+        if self._compaction is not None:
+            self._compaction.end_ns = self._compaction.end_ns or at_ns
+            self._compaction.incomplete = self._compaction.result is None
+            self._emit_compaction(out)
+        out.append(self._root_spec(at_ns))
+        return out
+
+    # --- message kinds ---------------------------------------------------------------------
+    def _system(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
+        subtype = msg.get("subtype")
+        if subtype == "init":
+            self._model = self._model or str(msg.get("model") or "")
+            self._version = self._version or str(msg.get("claude_code_version") or "")
+        elif subtype == "status":
+            self._status(msg, at_ns, out)
+        elif subtype == "compact_boundary":
+            meta = msg.get("compact_metadata") or {}
+            comp = self._compaction
+            if comp is None:
+                duration = meta.get("duration_ms")
+                start = at_ns - int(duration * 1e6) if isinstance(duration, int | float) else at_ns
+                comp = self._open_compaction(start)
+                comp.end_ns, comp.result = at_ns, "success"
+            comp.trigger = str(meta.get("trigger") or comp.trigger or "")
+            comp.pre_tokens = meta.get("pre_tokens")
+            comp.post_tokens = meta.get("post_tokens")
+            comp.duration_ms = meta.get("duration_ms")
+            comp.end_ns = comp.end_ns or at_ns
+            comp.result = comp.result or "success"
+            self._emit_compaction(out)
+        elif subtype == "task_started" and msg.get("tool_use_id"):
+            tool = self._tool(str(msg["tool_use_id"]), "", at_ns)
+            tool.task_id = str(msg.get("task_id") or "")
+            tool.task_open = True
+            self._tasks[tool.task_id] = tool.tool_use_id
+        elif subtype in ("task_notification", "task_updated"):
+            self._task_update(msg, at_ns, out)
+
+    def _status(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
+        if msg.get("status") == "compacting":
+            if self._compaction is None:
+                self._open_compaction(at_ns)
+            return
+        outcome = msg.get("compact_result")
+        comp = self._compaction
+        if outcome is None or comp is None:
+            return
+        comp.end_ns = at_ns
+        comp.result = str(outcome)
+        if outcome != "success":
+            comp.error = str(msg.get("compact_error") or outcome)
+            self._emit_compaction(out)
+        # on success, compact_boundary follows with the metadata
+
+    def _task_update(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
+        tool_use_id = msg.get("tool_use_id") or self._tasks.get(str(msg.get("task_id") or ""))
+        tool = self._tools.get(str(tool_use_id or ""))
+        status = msg.get("status") or (msg.get("patch") or {}).get("status")
+        if tool is None or tool.emitted or not status:
+            return
+        tool.task_status = str(status)
+        if status in ("completed", "failed", "killed", "stopped"):
+            tool.task_open = False
+            tool.end_ns = max(tool.end_ns or at_ns, at_ns)
+            self._maybe_emit_tool(tool, out)
+
+    def _stream_event(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
+        event = msg.get("event") or {}
+        context = str(msg.get("parent_tool_use_id") or MAIN)
+        if event.get("type") == "message_start":
+            message_id = str((event.get("message") or {}).get("id") or msg.get("uuid") or at_ns)
+            ttft = msg.get("ttft_ms")
+            ttft_ms = float(ttft) if isinstance(ttft, int | float) else None
+            start = at_ns - int(ttft_ms * 1e6) if ttft_ms is not None else at_ns
+            chat: _Chat | None = self._chat(message_id, context, start, at_ns, out)
+            if chat is not None:
+                chat.ttft_ms = ttft_ms
+        else:
+            message_id = str(msg.get("api_message_id") or "")
+            chat = self._chats.get(message_id) or self._current_chat(context)
+        if chat is None:
+            return
+        chat.acc.apply(event)
+        chat.end_ns = at_ns
+        for block in chat.acc.tool_uses:
+            self._attach_tool(block.id, block.name, chat, at_ns)
+        if event.get("type") == "message_stop":
+            self._emit_chat(chat, out, at_ns)
+
+    def _assistant(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
+        message = msg.get("message") or {}
+        context = str(msg.get("parent_tool_use_id") or MAIN)
+        message_id = str(message.get("id") or msg.get("uuid") or at_ns)
+        if context != MAIN and msg.get("subagent_type"):
+            self._subagent_types[context] = str(msg["subagent_type"])
+        self._finalize_unstreamed(context, out, keep=message_id)
+        chat = self._chats.get(message_id) or self._chat(message_id, context, at_ns, at_ns, out)
+        chat.acc.apply_message(message)
+        if not chat.acc.saw_start:
+            chat.end_ns = at_ns
+        for block in message.get("content") or []:
+            if block.get("type") == "tool_use":
+                tool = self._attach_tool(str(block.get("id")), str(block.get("name")), chat, at_ns)
+                tool.input = block.get("input")
+
+    def _user(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
+        context = str(msg.get("parent_tool_use_id") or MAIN)
+        self._finalize_unstreamed(context, out)
+        content = (msg.get("message") or {}).get("content")
+        if not isinstance(content, list):
+            return
+        meta = {str(m.get("id")): m for m in msg.get("tool_result_meta") or [] if "id" in m}
+        for block in content:
+            if not isinstance(block, Mapping) or block.get("type") != "tool_result":
+                continue
+            tool_use_id = str(block.get("tool_use_id") or "")
+            tool = self._tools.get(tool_use_id)
+            if tool is None or tool.emitted:
+                continue
+            tool.is_error = bool(block.get("is_error")) or bool(tool.is_error)
+            tool.result = block.get("content")
+            permission = (meta.get(tool_use_id) or {}).get("permission_decision") or {}
+            tool.permission_decision = str(permission.get("decision") or "") or None
+            tool.permission_source = str(permission.get("source") or "") or None
+            tool.end_ns = at_ns if tool.end_ns is None else min(tool.end_ns, at_ns)
+            tool.result_seen = True
+            self._maybe_emit_tool(tool, out)
+
+    def _result(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
+        self._results.append(msg)
+        self._finalize_unstreamed(MAIN, out)
+        ctx = self._contexts.get(MAIN)
+        if ctx is not None and ctx.current is not None:
+            ctx.current.superseded = True
+            self._try_emit_turn(ctx.current, out)
+            ctx.current = None
+
+    # --- state -----------------------------------------------------------------------------
+    def _chat(
+        self, message_id: str, context: str, start_ns: int, at_ns: int, out: list[SpanSpec]
+    ) -> _Chat:
+        """A new API response: it starts a new turn in its context."""
+        existing = self._chats.get(message_id)
+        if existing is not None:
+            return existing
+        ctx = self._contexts.setdefault(context, _Context())
+        if ctx.current is not None:
+            ctx.current.superseded = True
+            self._try_emit_turn(ctx.current, out)
+        chat = _Chat(
+            acc=ChatAccumulator(message_id=message_id),
+            span_id=self._ids.span_id("chat", message_id),
+            start_ns=start_ns,
+            end_ns=at_ns,
+        )
+        ctx.turns += 1
+        parent = self._root_id if context == MAIN else self._ids.span_id("execute_tool", context)
+        turn = _Turn(
+            index=ctx.turns,
+            context=context,
+            span_id=self._ids.span_id("turn", message_id),
+            parent_span_id=parent,
+            chat=chat,
+        )
+        ctx.current = turn
+        self._chats[message_id] = chat
+        self._turn_of_chat[message_id] = turn
+        return chat
+
+    def _current_chat(self, context: str) -> _Chat | None:
+        ctx = self._contexts.get(context)
+        return ctx.current.chat if ctx is not None and ctx.current is not None else None
+
+    def _tool(self, tool_use_id: str, name: str, at_ns: int) -> ToolCallState:
+        tool = self._tools.get(tool_use_id)
+        if tool is None:
+            tool = ToolCallState(
+                tool_use_id=tool_use_id,
+                name=name,
+                span_id=self._ids.span_id("execute_tool", tool_use_id),
+                start_ns=at_ns,
+            )
+            self._tools[tool_use_id] = tool
+        tool.name = tool.name or name
+        return tool
+
+    def _attach_tool(self, tool_use_id: str, name: str, chat: _Chat, at_ns: int) -> ToolCallState:
+        tool = self._tool(tool_use_id, name, at_ns)
+        turn = self._turn_of_chat.get(chat.acc.message_id)
+        if turn is not None and tool.turn_span_id is None:
+            tool.turn_span_id = turn.span_id
+            tool.parent_tool_use_id = turn.context or None
+            tool.chat_message_id = chat.acc.message_id
+            turn.tool_ids.append(tool_use_id)
+        return tool
+
+    def _open_compaction(self, start_ns: int) -> Compaction:
+        self._compactions += 1
+        comp = Compaction(
+            span_id=self._ids.span_id("compaction", str(self._compactions)), start_ns=start_ns
+        )
+        if self._pending_archive is not None:
+            comp.archive_id, comp.archive_error, comp.trigger = self._pending_archive
+            self._pending_archive = None
+        self._compaction = comp
+        return comp
+
+    def _finalize_unstreamed(self, context: str, out: list[SpanSpec], keep: str = "") -> None:
+        """Without partial messages a chat ends at the next message of its context."""
+        chat = self._current_chat(context)
+        if (
+            chat is not None
+            and not chat.emitted
+            and not chat.acc.saw_start
+            and chat.acc.message_id != keep
+        ):
+            self._emit_chat(chat, out, chat.end_ns)
+
+    # --- emitting --------------------------------------------------------------------------
+    def _base(self) -> dict[str, AttributeValue]:
+        return {A.GEN_AI_CONVERSATION_ID: self.session_id} if self.session_id else {}
+
+    def _spec(
+        self,
+        name: str,
+        span_id: int,
+        parent_span_id: int,
+        start_ns: int,
+        end_ns: int,
+        attrs: dict[str, AttributeValue],
+        status: SpanStatus = UNSET,
+        kind: str = "internal",
+    ) -> SpanSpec:
+        return SpanSpec(
+            name=name,
+            trace_id=self._trace_id,
+            span_id=span_id,
+            parent_span_id=parent_span_id,
+            start_ns=start_ns,
+            end_ns=max(start_ns, end_ns),
+            attributes={**self._base(), **attrs},
+            status=status,
+            kind="client" if kind == "client" else "internal",
+            trace_state=self._trace_state,
+        )
+
+    def _emit_chat(self, chat: _Chat, out: list[SpanSpec], end_ns: int) -> None:
+        if chat.emitted:
+            return
+        chat.emitted = True
+        chat.end_ns = end_ns
+        turn = self._turn_of_chat[chat.acc.message_id]
+        request_model = self._model if turn.context == MAIN else ""
+        attrs, chat.cost = chat_attributes(
+            chat.acc,
+            request_model=request_model,
+            prices=self._prices,
+            content=self._content,
+        )
+        if chat.ttft_ms is not None:
+            attrs[A.CHAT_TTFT_MS] = chat.ttft_ms
+        if turn.context:
+            attrs[A.PARENT_TOOL_USE_ID] = turn.context
+        error = chat.acc.error_type
+        status = SpanStatus("error", chat.acc.error_message or error) if error else UNSET
+        name = chat_span_name(chat.acc.model or request_model)
+        out.append(
+            self._spec(
+                name, chat.span_id, turn.span_id, chat.start_ns, end_ns, attrs, status, "client"
+            )
+        )
+        for tool_use_id in turn.tool_ids:
+            self._maybe_emit_tool(self._tools[tool_use_id], out)
+        self._try_emit_turn(turn, out)
+
+    def _maybe_emit_tool(self, tool: ToolCallState, out: list[SpanSpec]) -> None:
+        chat = self._chats.get(tool.chat_message_id or "")
+        if tool.result_seen and not tool.task_open and (chat is None or chat.emitted):
+            self._emit_tool(tool, out)
+
+    def _emit_tool(self, tool: ToolCallState, out: list[SpanSpec]) -> None:
+        if tool.emitted:
+            return
+        tool.emitted = True
+        turn = self._turn_of_chat.get(tool.chat_message_id or "")
+        split = None
+        if turn is not None and turn.chat.cost is not None and turn.tool_ids:
+            split = turn.chat.cost / len(turn.tool_ids)
+        attrs = tool_attributes(tool, split_cost=split, content=self._content)
+        parent = tool.turn_span_id if tool.turn_span_id is not None else self._root_id
+        end = tool.end_ns if tool.end_ns is not None else tool.start_ns
+        out.append(
+            self._spec(
+                f"execute_tool {tool.name}" if tool.name else "execute_tool",
+                tool.span_id,
+                parent,
+                tool.start_ns,
+                end,
+                attrs,
+                tool_status(tool),
+            )
+        )
+        if turn is not None:
+            self._try_emit_turn(turn, out)
+
+    def _try_emit_turn(self, turn: _Turn, out: list[SpanSpec]) -> None:
+        if turn.emitted or not turn.superseded or not turn.chat.emitted:
+            return
+        tools = [self._tools[t] for t in turn.tool_ids]
+        if not all(t.emitted for t in tools):
+            return
+        turn.emitted = True
+        end = max([turn.chat.end_ns, *(t.end_ns or 0 for t in tools)])
+        attrs: dict[str, AttributeValue] = {
+            A.TURN_INDEX: turn.index,
+            A.TURN_TOOL_CALLS: len(tools),
+            A.GEN_AI_AGENT_NAME: self._subagent_types.get(turn.context, self._agent_name),
+        }
+        if turn.chat.cost is not None:
+            attrs[A.TURN_COST_USD] = turn.chat.cost
+        if turn.context:
+            attrs[A.PARENT_TOOL_USE_ID] = turn.context
+        out.append(
+            self._spec("turn", turn.span_id, turn.parent_span_id, turn.chat.start_ns, end, attrs)
+        )
+
+    def _emit_compaction(self, out: list[SpanSpec]) -> None:
+        comp = self._compaction
+        if comp is None:
+            return
+        self._compaction = None
+        spec = compaction_spec(comp, self._base())
+        out.append(
+            self._spec(
+                spec.name,
+                comp.span_id,
+                self._root_id,
+                comp.start_ns,
+                comp.end_ns or comp.start_ns,
+                dict(spec.attributes),
+                spec.status,
+            )
+        )
+
+    def _root_spec(self, at_ns: int) -> SpanSpec:
+        attrs: dict[str, AttributeValue] = {
+            A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
+            A.GEN_AI_PROVIDER_NAME: A.PROVIDER_ANTHROPIC,
+            A.GEN_AI_AGENT_NAME: self._agent_name,
+        }
+        if self._model:
+            attrs[A.SESSION_MODEL] = self._model
+            attrs[A.GEN_AI_REQUEST_MODEL] = self._model
+        if self._version:
+            attrs[A.CLAUDE_CODE_VERSION] = self._version
+        prompt = self._content.render(self._prompt) if self._prompt is not None else None
+        if prompt is not None:
+            attrs[A.GEN_AI_INPUT_MESSAGES] = prompt
+        attrs.update(result_attributes(self._results))
+        costs = [c.cost for c in self._chats.values()]
+        chat_sum = sum(c for c in costs if c is not None)
+        unpriced = sum(1 for c in costs if c is None)
+        attrs[A.COST_CHAT_SUM_USD] = chat_sum
+        attrs[A.COST_UNPRICED_CHATS] = unpriced
+        total = attrs.get(A.RESULT_TOTAL_COST_USD)
+        if isinstance(total, int | float) and unpriced == 0:
+            attrs[A.COST_DIFFERENCE_USD] = round(chat_sum - total, 12)
+        if not self._results:
+            attrs[A.INCOMPLETE] = True
+        return SpanSpec(
+            name=f"{A.OP_INVOKE_AGENT} {self._agent_name}",
+            trace_id=self._trace_id,
+            span_id=self._root_id,
+            parent_span_id=self._parent.span_id if self._parent is not None else None,
+            start_ns=self._start_ns,
+            end_ns=max(self._start_ns, at_ns),
+            attributes={**self._base(), **attrs},
+            status=result_status(self._results),
+            kind="internal",
+            parent_is_remote=self._parent is not None and self._parent.is_remote,
+            trace_state=self._trace_state,
+        )
