@@ -2,18 +2,88 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TextIO
+import dataclasses
+from typing import TYPE_CHECKING, Any, TextIO
 
-from claude_agent_sdk import ClaudeAgentOptions
+from claude_agent_sdk import ClaudeAgentOptions, HookContext, HookMatcher
+from claude_agent_sdk.types import HookInput, HookJSONOutput
 
 from gateway.attachments import Attachments
+from gateway.engine import Engine
+from gateway.errors import ConfigError
+from gateway.policy import Limits
+from gateway.run_tracer import RunTracer
 
 if TYPE_CHECKING:
     from gateway.run_command import RunRequest
 
 
-def attach_gateway(
-    request: RunRequest, attachments: Attachments, err: TextIO
-) -> ClaudeAgentOptions:
+def attach_gateway(request: RunRequest, attachments: Attachments, err: TextIO) -> ClaudeAgentOptions:
     """Add the gateway's hooks and taps to `attachments`; return the options to run with."""
-    return request.options
+    engine = Engine(request.policy_paths)
+    policy = engine.policy
+    options = request.options
+    if policy is not None:
+        options = apply_limits(options, policy.limits, err)
+    tracer = RunTracer(request.prompt)
+    attachments.taps.append(tracer.tap)
+    attachments.on_close.append(tracer.close)
+    attach_hooks(attachments, engine, tracer)
+    return dataclasses.replace(options, env={**options.env, **tracer.child_env()})
+
+
+def attach_hooks(attachments: Attachments, engine: Engine, tracer: RunTracer) -> None:
+    async def pre_tool_use(data: HookInput, tool_use_id: str | None, _ctx: HookContext) -> HookJSONOutput:
+        call, decision, output = engine.pre_tool_use(dict(data))
+        tracer.pre_tool_use(
+            call.tool_use_id if call else str(tool_use_id or ""),
+            call.tool_name if call else str(data.get("tool_name", "")),
+            decision,
+        )
+        return output  # type: ignore[return-value]  # the same JSON a command hook prints
+
+    async def post_tool_use(data: HookInput, tool_use_id: str | None, _ctx: HookContext) -> HookJSONOutput:
+        failed = data.get("hook_event_name") == "PostToolUseFailure"
+        tracer.post_tool_use(str(data.get("tool_use_id") or tool_use_id or ""), failed)
+        return {}
+
+    async def pre_compact(data: HookInput, _tool_use_id: str | None, _ctx: HookContext) -> HookJSONOutput:
+        outcome, output = engine.pre_compact(dict(data))
+        tracer.compacted(outcome.archive_id or None, outcome.error or None,
+                         str(data.get("trigger") or "") or None)
+        return output  # type: ignore[return-value]
+
+    attachments.add_hook("PreToolUse", HookMatcher(matcher=None, hooks=[pre_tool_use]))
+    attachments.add_hook("PostToolUse", HookMatcher(matcher=None, hooks=[post_tool_use]))
+    attachments.add_hook("PostToolUseFailure", HookMatcher(matcher=None, hooks=[post_tool_use]))
+    attachments.add_hook("PreCompact", HookMatcher(matcher=None, hooks=[pre_compact]))
+
+
+def apply_limits(options: ClaudeAgentOptions, limits: Limits, err: TextIO) -> ClaudeAgentOptions:
+    """Limits a caller cannot raise: lower values win, with a note; a forbidden model is refused."""
+    changes: dict[str, Any] = {}
+    for field, flag in (("max_turns", "--max-turns"), ("max_budget_usd", "--max-budget-usd")):
+        cap = getattr(limits, field)
+        asked = getattr(options, field)
+        if cap is None:
+            continue
+        if asked is not None and asked > cap:
+            err.write(f"agent-gateway: {flag} {asked} exceeds the policy limit {cap}; using {cap}\n")
+        if asked is None or asked > cap:
+            changes[field] = cap
+    if limits.models is not None:
+        if options.model is None:
+            changes["model"] = limits.models[0]
+        elif not limits.allows_model(options.model):
+            raise ConfigError(
+                f"model {options.model!r} is not allowed by policy (allowed: {', '.join(limits.models)})"
+            )
+    if limits.effort:
+        highest = limits.effort[-1]
+        if options.effort is not None and not limits.allows_effort(options.effort):
+            err.write(f"agent-gateway: --effort {options.effort} is above the policy limit; "
+                      f"using {highest}\n")
+            changes["effort"] = highest
+        elif options.effort is None:
+            changes["effort"] = highest
+    return dataclasses.replace(options, **changes) if changes else options

@@ -1,0 +1,111 @@
+"""Pure: the manifest of one archive and its place in the store's hash chain.
+
+A manifest names every archived file by sha256 and is linked to the previous manifest in the
+same store through `gateway.hashchain`; its own `hash` is the archive id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.hashchain import HASH_KEY, link
+
+FORMAT = "agent-gateway.archive/1"
+
+FileRole = str
+"""`transcript`, `subagents` or `tool-results`."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    """One archived file: what was read from disk and what was stored."""
+
+    role: FileRole
+    path: str
+    """Path relative to the session's project directory (e.g. `<sid>/subagents/agent-x.jsonl`)."""
+    size: int
+    """Bytes archived: the byte offset the copy stopped at."""
+    lines: int
+    sha256: str
+    """sha256 of the original bytes archived."""
+    object: str
+    """sha256 of the stored (possibly redacted) bytes: the content address of the object."""
+    stored_size: int
+    redactions: tuple[str, ...] = ()
+    """Ids of the redaction rules that matched, sorted."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "role": self.role,
+            "path": self.path,
+            "size": self.size,
+            "lines": self.lines,
+            "sha256": self.sha256,
+            "object": self.object,
+            "stored_size": self.stored_size,
+            "redactions": list(self.redactions),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveFacts:
+    """Everything about one archive except its place in the chain."""
+
+    session_id: str
+    trigger: str
+    custom_instructions: str | None
+    prompt_id: str
+    transcript_path: str
+    created_at: str
+    gateway_version: str
+    policy_hash: str
+    files: Sequence[FileRecord]
+    hook_input: Mapping[str, Any]
+    redaction_rules: Sequence[str] = ()
+    """Ids of every redaction rule that was active, matched or not."""
+
+
+def build_manifest(facts: ArchiveFacts, prev_hash: str) -> dict[str, Any]:
+    """The linked manifest; `manifest["hash"]` is the archive id."""
+    transcript = next((f for f in facts.files if f.role == "transcript"), None)
+    body: dict[str, Any] = {
+        "format": FORMAT,
+        "session_id": facts.session_id,
+        "trigger": facts.trigger,
+        "custom_instructions": facts.custom_instructions,
+        "prompt_id": facts.prompt_id,
+        "transcript_path": facts.transcript_path,
+        "offset": transcript.size if transcript else 0,
+        "lines": transcript.lines if transcript else 0,
+        "created_at": facts.created_at,
+        "gateway_version": facts.gateway_version,
+        "policy_hash": facts.policy_hash,
+        "redaction_rules": list(facts.redaction_rules),
+        "hook_input": dict(facts.hook_input),
+        "files": [f.to_json() for f in facts.files],
+    }
+    return link(body, prev_hash)
+
+
+def archive_id(manifest: Mapping[str, Any]) -> str:
+    return str(manifest[HASH_KEY])
+
+
+def object_digests(manifest: Mapping[str, Any]) -> list[str]:
+    """Content addresses of every object the manifest references, in manifest order."""
+    files = manifest.get("files")
+    if not isinstance(files, list):
+        return []
+    return [str(f["object"]) for f in files if isinstance(f, Mapping) and "object" in f]
+
+
+def transcript_object(manifest: Mapping[str, Any]) -> str | None:
+    files = manifest.get("files")
+    if not isinstance(files, list):
+        return None
+    for f in files:
+        if isinstance(f, Mapping) and f.get("role") == "transcript":
+            return str(f["object"])
+    return None

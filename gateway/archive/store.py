@@ -1,0 +1,82 @@
+"""The one interface every archive store implements, and choosing one from settings.
+
+Layout, the same keys in a directory or under an S3 prefix:
+  objects/<ab>/<sha256>.zst   zstd frames, named by the sha256 of their decompressed bytes
+  manifests/<archive id>.json one manifest per archive (its id is its own hash)
+  chain/<seq, 12 digits>      the archive id at that position: the ordered, verifiable index
+An archive becomes visible only when its chain entry is written, after its objects and manifest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol
+
+from gateway.archive.chain import ChainEntry
+from gateway.archive.config import CompactionSettings
+from gateway.settings import gateway_home
+
+ManifestBuilder = Callable[[str], dict[str, Any]]
+"""Given the previous archive's hash, return the linked manifest to append."""
+
+
+def object_key(digest: str) -> str:
+    return f"objects/{digest[:2]}/{digest}.zst"
+
+
+def manifest_key(archive_id: str) -> str:
+    return f"manifests/{archive_id}.json"
+
+
+def chain_key(seq: int) -> str:
+    return f"chain/{seq:012d}"
+
+
+class Staged(Protocol):
+    """A temporary object being written; invisible until `commit`."""
+
+    file: BinaryIO
+
+    def commit(self, digest: str) -> None: ...
+
+
+class ArchiveStore(Protocol):
+    location: str
+    """Where the store is, for messages: a directory or s3://bucket/prefix."""
+
+    def stage(self) -> AbstractContextManager[Staged]:
+        """A temp file for one object; discarded on exit unless committed."""
+        ...
+
+    def open_object(self, digest: str) -> BinaryIO:
+        """The compressed object; ArchiveError when missing."""
+        ...
+
+    def read_manifest(self, archive_id: str) -> dict[str, Any] | None: ...
+
+    def entries(self) -> list[ChainEntry]:
+        """The chain index in order."""
+        ...
+
+    def append(self, build: ManifestBuilder) -> dict[str, Any]:
+        """Atomically link a manifest after the current head and publish it; returns it."""
+        ...
+
+
+def local_root(settings: CompactionSettings, home: Path | None = None) -> Path:
+    if settings.path:
+        return Path(settings.path).expanduser()
+    return (home if home is not None else gateway_home()) / "archive"
+
+
+def open_store(settings: CompactionSettings, home: Path | None = None) -> ArchiveStore:
+    """The store the settings name; boto3 is imported only for S3."""
+    if settings.store == "s3":
+        from gateway.archive.s3 import S3Store
+
+        return S3Store.from_settings(settings)
+    from gateway.archive.local import LocalStore
+
+    return LocalStore(local_root(settings, home))

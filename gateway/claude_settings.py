@@ -1,0 +1,67 @@
+"""Claude Code settings that wire a session to a running gateway: pure, JSON in and out.
+
+Fail closed: every gateway hook handler carries `"onFailure": "block"` (on the handler, not
+the matcher: Claude Code 2.1.332 ignores it there), so a gateway that is down, slow or
+erroring blocks the tool call; the policy's static denies are mirrored into
+`permissions.deny` as a floor that holds even with no gateway at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+TOKEN_ENV = "AGENT_GATEWAY_TOKEN"
+BLOCKING_EVENTS = ("PreToolUse", "PreCompact")
+"""Events whose failure must stop the agent: a tool call, a compaction without archive."""
+OBSERVING_EVENTS = ("PostToolUse", "PostToolUseFailure", "PostCompact", "SessionStart",
+                    "SessionEnd", "SubagentStart", "SubagentStop", "Stop")
+
+
+def gateway_settings(
+    url: str,
+    *,
+    static_denies: Sequence[str] = (),
+    with_token: bool = True,
+    timeout_s: int = 10,
+    proxy: bool = True,
+) -> dict[str, Any]:
+    """Settings JSON (for --settings, .claude/settings.json or a managed drop-in)."""
+    base = url.rstrip("/")
+    hooks: dict[str, Any] = {}
+    for event in (*BLOCKING_EVENTS, *OBSERVING_EVENTS):
+        handler: dict[str, Any] = {"type": "http", "url": f"{base}/hooks/{event}",
+                                   "timeout": timeout_s}
+        if with_token:
+            handler["headers"] = {"Authorization": f"Bearer ${TOKEN_ENV}"}
+            handler["allowedEnvVars"] = [TOKEN_ENV]
+        if event in BLOCKING_EVENTS:
+            handler["onFailure"] = "block"
+        entry: dict[str, Any] = {"hooks": [handler]}
+        if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
+            entry = {"matcher": "*", **entry}
+        hooks[event] = [entry]
+    settings: dict[str, Any] = {
+        "hooks": hooks,
+        "allowedHttpHookUrls": [f"{base}/*"],
+        "permissions": {"deny": list(dict.fromkeys(static_denies))},
+    }
+    if with_token:
+        settings["httpHookAllowedEnvVars"] = [TOKEN_ENV]
+    if proxy:
+        settings["env"] = {"ANTHROPIC_BASE_URL": base}
+    return settings
+
+
+def command_hook_settings(
+    url: str, *, static_denies: Sequence[str] = (), gateway_command: str = "agent-gateway"
+) -> dict[str, Any]:
+    """The command-hook form: `agent-gateway hook pre-tool-use --remote URL`, which exits 2
+    (blocks) whenever the gateway cannot answer."""
+    base = url.rstrip("/")
+    command = f"{gateway_command} hook pre-tool-use --remote {base}"
+    return {
+        "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]},
+        "permissions": {"deny": list(dict.fromkeys(static_denies))},
+        "env": {"ANTHROPIC_BASE_URL": base},
+    }

@@ -1,0 +1,135 @@
+"""The compiled policy: plain frozen dataclasses, picklable, no pydantic or yaml.
+
+This is what `decide` reads and what the command hook caches on disk.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gateway.policy.bash_rules import BashPattern
+from gateway.policy.domains import DomainPattern
+from gateway.policy.paths import PathPattern
+
+RuleDecision = Literal["deny", "ask", "allow"]
+Default = Literal["deny", "ask", "allow", "abstain"]
+
+
+@dataclass(frozen=True)
+class AnyInput:
+    """A bare tool name: every call of the tool."""
+
+
+@dataclass(frozen=True)
+class BashCommand:
+    pattern: BashPattern
+
+
+@dataclass(frozen=True)
+class BashRegex:
+    """A regex searched in each simple command (normalized words joined by spaces)."""
+
+    regex: re.Pattern[str]
+
+
+@dataclass(frozen=True)
+class BashPipeline:
+    """Output of a command matching one stage flows into a command matching the next."""
+
+    stages: tuple[tuple[BashPattern, ...], ...]
+
+
+@dataclass(frozen=True)
+class PathRule:
+    pattern: PathPattern
+
+
+@dataclass(frozen=True)
+class DomainRule:
+    pattern: DomainPattern
+
+
+@dataclass(frozen=True)
+class FieldRegex:
+    """A regex searched in one tool_input field (or the whole input as JSON)."""
+
+    field: str
+    regex: re.Pattern[str]
+    full: bool = False
+    """Whole-value match (a glob from `Tool(content)`) rather than a search."""
+
+
+Matcher = AnyInput | BashCommand | BashRegex | BashPipeline | PathRule | DomainRule | FieldRegex
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    decision: RuleDecision
+    monitor: bool
+    reason: str
+    tools: tuple[str, ...]
+    """Exact tool names this rule applies to; empty when `tool_glob` is set."""
+    tool_glob: re.Pattern[str] | None
+    matcher: Matcher
+    text: str
+    """The rule as written, for explanations."""
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One policy file's rules, indexed for lookup."""
+
+    name: str
+    path: str
+    mode: Literal["enforce", "monitor"]
+    default: Default
+    unparseable: Literal["deny", "ask"]
+    rules: tuple[Rule, ...]
+    by_tool: Mapping[str, tuple[Rule, ...]]
+    """Tool name -> rules other than Bash command-name rules."""
+    tool_globs: tuple[Rule, ...]
+    bash_by_name: Mapping[str, tuple[Rule, ...]]
+    bash_generic: tuple[Rule, ...]
+    """Bash rules checked against every simple command (name globs, regexes, pipelines)."""
+    has_bash_deny: bool
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps on `agent-gateway run`; None means no cap."""
+
+    max_turns: int | None = None
+    max_budget_usd: float | None = None
+    models: tuple[str, ...] | None = None
+    effort: tuple[str, ...] | None = None
+    """Allowed effort levels, lowest first."""
+
+    def allows_model(self, model: str) -> bool:
+        return self.models is None or model in self.models
+
+    def allows_effort(self, effort: str) -> bool:
+        return self.effort is None or effort in self.effort
+
+
+@dataclass(frozen=True)
+class Policy:
+    layers: tuple[Layer, ...]
+    bundle_hash: str
+    limits: Limits = Limits()
+    compaction: Mapping[str, Any] | None = None
+    """The merged `compaction:` section as plain data; see `compaction_settings()`."""
+    paths: tuple[str, ...] = field(default=())
+
+    @property
+    def rule_count(self) -> int:
+        return sum(len(layer.rules) for layer in self.layers)
+
+    def compaction_settings(self) -> Any:
+        """The merged section as `gateway.archive.config.CompactionSettings` (imports pydantic)."""
+        from gateway.archive.config import CompactionSettings
+
+        return CompactionSettings.model_validate(dict(self.compaction or {}))

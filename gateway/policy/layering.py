@@ -1,0 +1,119 @@
+"""Combining org, team and project files: a lower file may only tighten.
+
+Rules need no merging (each layer is evaluated on its own and the strictest outcome wins).
+Settings do: limits take the lowest value, lists the intersection, and a lower file that tries
+to loosen an upper setting is a `PolicyError` at the offending line, never silently resolved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gateway.policy.compiled import Limits
+from gateway.policy.model import PolicyFile
+from gateway.policy.yamlsrc import Source
+
+_DEFAULT_RANK = {"allow": 0, "abstain": 1, "ask": 2, "deny": 3}
+_TIGHT_WHEN_TRUE = ("archive", "require_archive", "builtin_redaction")
+
+
+def check_conflicts(files: Sequence[tuple[Source, PolicyFile]]) -> None:
+    """Raise PolicyError where a lower file loosens what an upper file set."""
+    default_rank, default_from = -1, ""
+    unparseable_deny_from = ""
+    for source, spec in files:
+        if "default" in spec.model_fields_set:
+            rank = _DEFAULT_RANK[spec.default]
+            if rank < default_rank:
+                raise source.error(f"default {spec.default!r} is looser than the default set "
+                                   f"in {default_from}; a lower file may only tighten",
+                                   ("default",))
+            default_rank, default_from = rank, source.path
+        if "unparseable" in spec.model_fields_set:
+            if spec.unparseable == "ask" and unparseable_deny_from:
+                raise source.error(f"unparseable 'ask' loosens 'deny' set in "
+                                   f"{unparseable_deny_from}", ("unparseable",))
+            if spec.unparseable == "deny":
+                unparseable_deny_from = source.path
+
+
+def merge_limits(files: Sequence[tuple[Source, PolicyFile]]) -> Limits:
+    max_turns: tuple[int, str] | None = None
+    budget: tuple[float, str] | None = None
+    models: tuple[tuple[str, ...], str] | None = None
+    effort: tuple[tuple[str, ...], str] | None = None
+    for source, spec in files:
+        lim = spec.limits
+        if lim.max_turns is not None:
+            if max_turns is not None and lim.max_turns > max_turns[0]:
+                raise source.error(f"max_turns {lim.max_turns} raises the limit "
+                                   f"{max_turns[0]} set in {max_turns[1]}",
+                                   ("limits", "max_turns"))
+            max_turns = (lim.max_turns, source.path)
+        if lim.max_budget_usd is not None:
+            if budget is not None and lim.max_budget_usd > budget[0]:
+                raise source.error(f"max_budget_usd {lim.max_budget_usd} raises the limit "
+                                   f"{budget[0]} set in {budget[1]}",
+                                   ("limits", "max_budget_usd"))
+            budget = (lim.max_budget_usd, source.path)
+        if lim.models is not None:
+            extra = [m for m in lim.models if models is not None and m not in models[0]]
+            if extra and models is not None:
+                raise source.error(f"models {extra} are not allowed by {models[1]}",
+                                   ("limits", "models"))
+            models = (lim.models, source.path)
+        levels = lim.effort_levels()
+        if levels is not None:
+            extra = [e for e in levels if effort is not None and e not in effort[0]]
+            if extra and effort is not None:
+                raise source.error(f"effort {extra} is not allowed by {effort[1]}",
+                                   ("limits", "effort"))
+            effort = (levels, source.path)
+    return Limits(
+        max_turns[0] if max_turns else None,
+        budget[0] if budget else None,
+        models[0] if models else None,
+        effort[0] if effort else None,
+    )
+
+
+def merge_compaction(files: Sequence[tuple[Source, PolicyFile]]) -> dict[str, Any] | None:
+    merged: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    redact: dict[str, dict[str, Any]] = {}
+    seen = False
+    for source, spec in files:
+        section = spec.compaction
+        if section is None:
+            continue
+        seen = True
+        for key in sorted(section.model_fields_set):
+            value = getattr(section, key)
+            loc = ("compaction", key)
+            if key == "redact":
+                for rule in section.redact:
+                    prior = redact.get(rule.id)
+                    if prior is not None and prior != rule.model_dump():
+                        raise source.error(f"redaction rule {rule.id!r} differs from the one "
+                                           f"in {origin['redact:' + rule.id]}", loc)
+                    redact[rule.id] = rule.model_dump()
+                    origin["redact:" + rule.id] = source.path
+                continue
+            if key in merged and merged[key] != value:
+                if key in _TIGHT_WHEN_TRUE and value is True:
+                    pass  # turning a safeguard on is tightening
+                elif key in _TIGHT_WHEN_TRUE:
+                    raise source.error(f"compaction {key} cannot be turned off: {origin[key]} "
+                                       "turns it on", loc)
+                elif key == "settle_timeout_s":
+                    value = min(value, merged[key])
+                else:
+                    raise source.error(f"compaction {key} {value!r} conflicts with "
+                                       f"{merged[key]!r} set in {origin[key]}", loc)
+            merged[key], origin[key] = value, source.path
+    if not seen:
+        return None
+    if redact:
+        merged["redact"] = list(redact.values())
+    return merged

@@ -1,0 +1,68 @@
+"""load_policy(paths): read, validate, check layering, compile. All or nothing."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from gateway.errors import PolicyError
+from gateway.policy.build import build_layer
+from gateway.policy.cache import read_files
+from gateway.policy.compiled import Policy
+from gateway.policy.layering import check_conflicts, merge_compaction, merge_limits
+from gateway.policy.model import PolicyFile
+from gateway.policy.yamlsrc import Source, load_source
+
+
+def bundle_hash(bundle: Sequence[tuple[str, bytes]]) -> str:
+    """sha256 over the files' bytes, in layer order: the policy's identity in audit records."""
+    digest = hashlib.sha256()
+    for _, data in bundle:
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def load_policy(paths: Sequence[str]) -> Policy:
+    return compile_bundle(read_files(paths))
+
+
+def compile_bundle(bundle: Sequence[tuple[str, bytes]]) -> Policy:
+    files: list[tuple[Source, PolicyFile]] = []
+    for path, data in bundle:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PolicyError(f"not UTF-8 text: {exc.reason}", path=path, line=1) from None
+        source = load_source(path, text)
+        files.append((source, validate(source)))
+    check_conflicts(files)
+    layers = tuple(build_layer(source, spec) for source, spec in files)
+    return Policy(
+        layers,
+        bundle_hash(bundle),
+        merge_limits(files),
+        merge_compaction(files),
+        tuple(path for path, _ in bundle),
+    )
+
+
+def validate(source: Source) -> PolicyFile:
+    try:
+        return PolicyFile.model_validate(source.data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = tuple(error["loc"])
+        where = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in loc)
+        where = where.replace(".[", "[")
+        if error["type"] == "extra_forbidden":
+            message = f"unknown key {loc[-1]!r}" + (f" in {where.rsplit('.', 1)[0]}"
+                                                    if len(loc) > 1 else "")
+        else:
+            message = f"{where}: {_clean(error['msg'])}" if where else _clean(error["msg"])
+        raise source.error(message, loc) from None
+
+
+def _clean(msg: str) -> str:
+    return msg.removeprefix("Value error, ")

@@ -1,0 +1,95 @@
+"""The policy file schema (pydantic v2). Unknown keys are errors."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from gateway.archive.config import CompactionSettings
+
+EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Permissions(_Strict):
+    """Claude Code's own `permissions:` lists, rule strings verbatim."""
+
+    deny: tuple[str, ...] = ()
+    ask: tuple[str, ...] = ()
+    allow: tuple[str, ...] = ()
+
+
+class RuleSpec(_Strict):
+    """A rule with an id, a reason for the model, and either a rule string or a match form."""
+
+    id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:\-]+$")
+    reason: str = ""
+    decision: Literal["deny", "ask", "allow"] = "deny"
+    mode: Literal["enforce", "monitor"] | None = None
+    rule: str | None = None
+    tool: str | None = None
+    command: str | None = None
+    path: str | None = None
+    domain: str | None = None
+    regex: str | None = None
+    field: str | None = None
+    pipeline: tuple[str | tuple[str, ...], ...] | None = Field(default=None, min_length=2)
+
+    @field_validator("regex")
+    @classmethod
+    def _regex_compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"bad regex {value!r}: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_form(self) -> RuleSpec:
+        forms = [name for name in ("rule", "tool", "pipeline") if getattr(self, name) is not None]
+        if len(forms) != 1:
+            raise ValueError("give exactly one of 'rule', 'tool' or 'pipeline'")
+        specifics = [n for n in ("command", "path", "domain") if getattr(self, n) is not None]
+        if self.tool is None and (specifics or self.regex is not None or self.field):
+            raise ValueError("'command', 'path', 'domain', 'regex' and 'field' need 'tool'")
+        if len(specifics) + (self.regex is not None) > 1:
+            raise ValueError("give at most one of 'command', 'path', 'domain', 'regex'")
+        if self.field is not None and self.regex is None:
+            raise ValueError("'field' goes with 'regex'")
+        return self
+
+
+class LimitsSpec(_Strict):
+    """Caps on `agent-gateway run` that callers cannot raise."""
+
+    max_turns: int | None = Field(default=None, gt=0)
+    max_budget_usd: float | None = Field(default=None, gt=0)
+    models: tuple[str, ...] | None = None
+    effort: Effort | tuple[Effort, ...] | None = None
+    """A list of allowed levels, or one level meaning 'at most this'."""
+
+    def effort_levels(self) -> tuple[str, ...] | None:
+        if self.effort is None:
+            return None
+        if isinstance(self.effort, str):
+            return EFFORT_LEVELS[: EFFORT_LEVELS.index(self.effort) + 1]
+        return tuple(level for level in EFFORT_LEVELS if level in self.effort)
+
+
+class PolicyFile(_Strict):
+    version: Literal[1]
+    name: str = ""
+    mode: Literal["enforce", "monitor"] = "enforce"
+    default: Literal["allow", "ask", "deny", "abstain"] = "abstain"
+    unparseable: Literal["deny", "ask"] = "deny"
+    permissions: Permissions = Permissions()
+    rules: tuple[RuleSpec, ...] = ()
+    limits: LimitsSpec = LimitsSpec()
+    compaction: CompactionSettings | None = None

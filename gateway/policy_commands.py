@@ -1,0 +1,123 @@
+"""Functions behind `agent-gateway policy ...` and `agent-gateway audit verify`.
+
+Each returns an exit status and prints one-line errors (no tracebacks): 0 success, 1 the
+check failed (bad policy, failing case, broken chain), 2 the input could not be used.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from gateway.errors import GatewayError, PolicyError
+
+
+def policy_check(paths: Sequence[str], *, out: TextIO | None = None,
+                 err: TextIO | None = None) -> int:
+    from gateway.policy.loader import load_policy
+
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        policy = load_policy(paths)
+    except GatewayError as exc:
+        print(exc, file=err)
+        return 1
+    print(f"ok: {policy.rule_count} rules in {len(policy.layers)} file(s), "
+          f"bundle sha256:{policy.bundle_hash}", file=out)
+    return 0
+
+
+def policy_explain(policy_paths: Sequence[str], input_path: str, *, out: TextIO | None = None,
+                   err: TextIO | None = None) -> int:
+    """Which rule decided, on which simple command, and why. `input_path` '-' reads stdin."""
+    from gateway.hookio.parse import parse_pre_tool_use
+    from gateway.hookio.render import render_pre_tool_use
+    from gateway.policy.evaluate import explain
+    from gateway.policy.loader import load_policy
+
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        policy = load_policy(policy_paths)
+        raw = sys.stdin.buffer.read() if input_path == "-" else Path(input_path).read_bytes()
+        call = parse_pre_tool_use(raw)
+    except OSError as exc:
+        print(f"{input_path}: cannot read hook input: {exc.strerror or exc}", file=err)
+        return 2
+    except GatewayError as exc:
+        print(exc, file=err)
+        return 1 if isinstance(exc, PolicyError) else 2
+    result = explain(policy, call)
+    decision = result.decision
+    print(f"decision: {decision.kind}" + (" (monitor: would deny)" if decision.would_deny
+                                           else ""), file=out)
+    print(f"rule: {decision.rule_id or '(none: no rule matched)'}", file=out)
+    if decision.reason:
+        print(f"reason: {decision.reason}", file=out)
+    if decision.matched:
+        print(f"matched: {decision.matched}", file=out)
+    if result.scan is not None:
+        print("simple commands:", file=out)
+        for command in result.scan.commands:
+            via = f"  (inside {' > '.join(command.via)})" if command.via else ""
+            print(f"  - {command.text}{via}", file=out)
+        if result.scan.unparseable:
+            print(f"  ! {result.scan.unparseable}", file=out)
+    print("matching rules:" if result.hits else "matching rules: none", file=out)
+    for hit in result.hits:
+        mode = " [monitor]" if hit.monitor else ""
+        print(f"  - {hit.decision}{mode} {hit.rule_id}: {hit.rule_text}"
+              + (f"  <- {hit.matched}" if hit.matched else ""), file=out)
+    for layer, kind, rule_id in result.layer_outcomes:
+        print(f"layer {layer}: {kind}" + (f" ({rule_id})" if rule_id else ""), file=out)
+    print(f"hook output: {json.dumps(render_pre_tool_use(decision))}", file=out)
+    return 0
+
+
+def policy_test(paths: Sequence[str], *, out: TextIO | None = None,
+                err: TextIO | None = None) -> int:
+    """Run the test cases beside each policy file (org.yaml -> org.tests.yaml)."""
+    from gateway.policy.testcases import run_cases, tests_path
+
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        outcomes = run_cases(paths)
+    except GatewayError as exc:
+        print(exc, file=err)
+        return 1
+    except OSError as exc:
+        print(f"cannot read test cases: {exc}", file=err)
+        return 2
+    if not outcomes:
+        wanted = ", ".join(str(tests_path(p)) for p in paths)
+        print(f"no test cases found (looked for {wanted})", file=err)
+        return 1
+    failed = [o for o in outcomes if o.failure]
+    for outcome in failed:
+        print(f"{outcome.path}:{outcome.line}: {outcome.name}: {outcome.failure}", file=err)
+    print(f"{len(outcomes) - len(failed)} passed, {len(failed)} failed", file=out)
+    return 1 if failed else 0
+
+
+def audit_verify(path: str | None = None, *, out: TextIO | None = None,
+                 err: TextIO | None = None) -> int:
+    """Check the audit log's hash chain (default AGENT_GATEWAY_HOME/audit.jsonl)."""
+    from gateway.audit.log import audit_path, verify
+
+    out, err = out or sys.stdout, err or sys.stderr
+    target = Path(path) if path else audit_path()
+    try:
+        broken = verify(target)
+    except OSError as exc:
+        print(f"{target}: cannot read audit log: {exc.strerror or exc}", file=err)
+        return 2
+    if broken is not None:
+        _, message = broken
+        print(f"{target}: chain broken at {message}", file=err)
+        return 1
+    with open(target, "rb") as handle:
+        count = sum(1 for _ in handle)
+    print(f"{target}: ok, {count} records, chain intact", file=out)
+    return 0

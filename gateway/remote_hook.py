@@ -1,0 +1,48 @@
+"""The command-hook form of the HTTP hook: relay stdin to a gateway, print its answer.
+
+For hosts that prefer command hooks: a gateway that is down, slow, erroring or answering
+nonsense makes this exit 2, which blocks. Standard library only, to start fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from typing import IO
+
+EXIT_OK = 0
+EXIT_BLOCK = 2
+TOKEN_ENV = "AGENT_GATEWAY_TOKEN"
+
+
+def relay(event: str, base_url: str, stdin: IO[bytes], stdout: IO[str], stderr: IO[str],
+          *, timeout_s: float = 10.0) -> int:
+    body = stdin.read()
+    request = urllib.request.Request(
+        f"{base_url.rstrip('/')}/hooks/{event}", data=body, method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    token = os.environ.get(TOKEN_ENV)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            answer = json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return _block(stderr, f"gateway answered HTTP {exc.code} for {event}")
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return _block(stderr, f"gateway unreachable for {event}: {reason}")
+    except ValueError:
+        return _block(stderr, f"gateway answered invalid JSON for {event}")
+    if not isinstance(answer, dict):
+        return _block(stderr, f"gateway answered a non-object for {event}")
+    stdout.write(json.dumps(answer) + "\n")
+    return EXIT_OK
+
+
+def _block(stderr: IO[str], message: str) -> int:
+    stderr.write(f"agent-gateway: blocked: {' '.join(message.split())}\n")
+    return EXIT_BLOCK

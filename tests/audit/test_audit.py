@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import json
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from gateway.audit import append_decision, append_record, verify
+from gateway.policy_commands import audit_verify
+from gateway.types import Decision, ToolCall
+
+
+def _fill(path: Path, count: int) -> None:
+    for i in range(count):
+        call = ToolCall("Bash", {"command": f"echo {i}"}, tool_use_id=f"t{i}", session_id="s")
+        append_decision(call, Decision("deny", "r", "why", policy_hash="h"), path)
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines(keepends=True)
+
+
+def test_record_fields_and_intact_chain(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    _fill(path, 3)
+    records = [json.loads(line) for line in _lines(path)]
+    assert set(records[0]) == {"time", "session_id", "prompt_id", "tool_use_id", "agent_id",
+                               "tool", "decision", "would_deny", "rule_id", "reason", "policy",
+                               "prev_hash", "hash"}
+    assert records[1]["prev_hash"] == records[0]["hash"]
+    assert verify(path) is None
+
+
+def test_edited_record_is_detected(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    _fill(path, 4)
+    lines = _lines(path)
+    lines[1] = lines[1].replace('"deny"', '"allow"')
+    path.write_text("".join(lines))
+    assert verify(path) == (1, "record 1: hash does not match its contents")
+
+
+def test_deleted_record_is_detected(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    _fill(path, 4)
+    lines = _lines(path)
+    del lines[2]
+    path.write_text("".join(lines))
+    broken = verify(path)
+    assert broken is not None and broken[0] == 2
+
+
+def test_reordered_records_are_detected(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    _fill(path, 4)
+    lines = _lines(path)
+    lines[1], lines[2] = lines[2], lines[1]
+    path.write_text("".join(lines))
+    broken = verify(path)
+    assert broken is not None and broken[0] == 1
+
+
+def test_garbage_line_and_append_after_damage(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    _fill(path, 2)
+    with open(path, "a") as handle:
+        handle.write("{not json\n")
+    append_record({"x": 1}, path)
+    assert verify(path) == (2, "record 2: not valid JSON")
+
+
+def _worker(path: str, count: int) -> None:
+    _fill(Path(path), count)
+
+
+def test_concurrent_appends_keep_one_chain(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_worker, args=(str(path), 25)) for _ in range(4)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join()
+    assert len(_lines(path)) == 100
+    assert verify(path) is None
+
+
+def test_audit_verify_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "audit.jsonl"
+    _fill(path, 3)
+    assert audit_verify(str(path)) == 0
+    assert "ok, 3 records" in capsys.readouterr().out
+    lines = _lines(path)
+    path.write_text(lines[0] + lines[2])
+    assert audit_verify(str(path)) == 1
+    assert "chain broken at record 1" in capsys.readouterr().err
+    assert audit_verify(str(tmp_path / "missing.jsonl")) == 2

@@ -1,0 +1,98 @@
+"""The command hook as a real process: stdin bytes in, stdout JSON and exit status out."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gateway.audit import verify
+
+POLICY = "version: 1\npermissions:\n  deny: ['Bash(rm:*)']\n  allow: ['Bash(ls:*)']\n"
+RUN = ("import sys; from gateway.hook_command import run_pre_tool_use; "
+       "sys.exit(run_pre_tool_use(sys.argv[1:], sys.stdin.buffer, sys.stdout, sys.stderr))")
+
+
+def _hook(tmp_path: Path, stdin: bytes, *policies: str) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "AGENT_GATEWAY_HOME": str(tmp_path / "home")}
+    return subprocess.run([sys.executable, "-c", RUN, *policies], input=stdin,
+                          capture_output=True, env=env, timeout=60, check=False)
+
+
+def _input(command: str) -> bytes:
+    return json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                       "tool_input": {"command": command}, "session_id": "s1",
+                       "tool_use_id": "t1", "cwd": "/srv/project"}).encode()
+
+
+@pytest.fixture
+def policy(tmp_path: Path) -> str:
+    path = tmp_path / "org.yaml"
+    path.write_text(POLICY)
+    return str(path)
+
+
+def test_deny_allow_abstain(tmp_path: Path, policy: str) -> None:
+    denied = _hook(tmp_path, _input("cd / && rm -rf x"), policy)
+    assert denied.returncode == 0, denied.stderr
+    out = json.loads(denied.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    assert "org.yaml:permissions.deny[0]" in out["permissionDecisionReason"]
+    allowed = _hook(tmp_path, _input("ls -la"), policy)  # now served from the cache
+    assert json.loads(allowed.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    abstained = _hook(tmp_path, _input("make"), policy)
+    assert (abstained.returncode, json.loads(abstained.stdout)) == (0, {})
+    audit = tmp_path / "home" / "audit.jsonl"
+    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert [r["decision"] for r in records] == ["deny", "allow", "abstain"]
+    assert records[0]["tool_use_id"] == "t1"
+    assert verify(audit) is None
+    assert list((tmp_path / "home" / "cache").glob("*.pickle"))
+
+
+@pytest.mark.parametrize(("stdin", "message"), [
+    (b"{not json", "hook input is not JSON"),
+    (b'{"tool_input": {}}', "no tool_name"),
+])
+def test_malformed_input_exits_2(tmp_path: Path, policy: str, stdin: bytes,
+                                 message: str) -> None:
+    result = _hook(tmp_path, stdin, policy)
+    assert result.returncode == 2
+    assert result.stdout == b""
+    err = result.stderr.decode()
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_missing_policy_exits_2(tmp_path: Path) -> None:
+    result = _hook(tmp_path, _input("ls"), str(tmp_path / "nope.yaml"))
+    assert result.returncode == 2
+    assert "nope.yaml: cannot read policy file" in result.stderr.decode()
+
+
+def test_invalid_policy_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "org.yaml"
+    bad.write_text("version: 1\npermissions:\n  deny: ['Bash(rm']\n")
+    result = _hook(tmp_path, _input("ls"), str(bad))
+    assert result.returncode == 2
+    assert f"{bad}:3: not a permission rule" in result.stderr.decode()
+
+
+def test_no_policy_exits_2(tmp_path: Path) -> None:
+    result = _hook(tmp_path, _input("ls"))
+    assert result.returncode == 2
+    assert "no policy file given" in result.stderr.decode()
+
+
+def test_cache_hit_does_not_import_pydantic_or_yaml(tmp_path: Path, policy: str) -> None:
+    _hook(tmp_path, _input("ls"), policy)  # warm the cache
+    probe = RUN.replace("sys.exit(", "rc = (") + (
+        "; import sys as s; bad = [m for m in ('pydantic', 'yaml', 'pathspec') "
+        "if m in s.modules]; print(bad, file=s.stderr); s.exit(rc if not bad else 9)")
+    env = {**os.environ, "AGENT_GATEWAY_HOME": str(tmp_path / "home")}
+    result = subprocess.run([sys.executable, "-c", probe, policy], input=_input("ls"),
+                            capture_output=True, env=env, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr.decode()
