@@ -14,8 +14,16 @@ from typing import Any
 TOKEN_ENV = "AGENT_GATEWAY_TOKEN"
 BLOCKING_EVENTS = ("PreToolUse", "PreCompact")
 """Events whose failure must stop the agent: a tool call, a compaction without archive."""
-OBSERVING_EVENTS = ("PostToolUse", "PostToolUseFailure", "PostCompact", "SessionStart",
-                    "SessionEnd", "SubagentStart", "SubagentStop", "Stop")
+OBSERVING_EVENTS = (
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostCompact",
+    "SessionStart",
+    "SessionEnd",
+    "SubagentStart",
+    "SubagentStop",
+    "Stop",
+)
 
 
 def gateway_settings(
@@ -30,8 +38,11 @@ def gateway_settings(
     base = url.rstrip("/")
     hooks: dict[str, Any] = {}
     for event in (*BLOCKING_EVENTS, *OBSERVING_EVENTS):
-        handler: dict[str, Any] = {"type": "http", "url": f"{base}/hooks/{event}",
-                                   "timeout": timeout_s}
+        handler: dict[str, Any] = {
+            "type": "http",
+            "url": f"{base}/hooks/{event}",
+            "timeout": timeout_s,
+        }
         if with_token:
             handler["headers"] = {"Authorization": f"Bearer ${TOKEN_ENV}"}
             handler["allowedEnvVars"] = [TOKEN_ENV]
@@ -61,7 +72,9 @@ def command_hook_settings(
     base = url.rstrip("/")
     command = f"{gateway_command} hook pre-tool-use --remote {base}"
     return {
-        "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]},
+        "hooks": {
+            "PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]
+        },
         "permissions": {"deny": list(dict.fromkeys(static_denies))},
         "env": {"ANTHROPIC_BASE_URL": base},
     }

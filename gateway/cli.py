@@ -118,12 +118,25 @@ def build_parser() -> argparse.ArgumentParser:
         "hook", help="Claude Code command hook: hook JSON on stdin, decision on stdout"
     )
     hook.add_argument("event", choices=HOOK_EVENTS)
-    hook.add_argument("--policy", action="append", default=[], metavar="PATH",
-                      help="policy file; repeat in order org, team, project")
-    hook.add_argument("--remote", metavar="URL",
-                      help="ask the gateway at URL instead (exit 2, blocking, if it cannot answer)")
-    hook.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
-                      help="with --remote: how long to wait for the gateway")
+    hook.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="policy file; repeat in order org, team, project",
+    )
+    hook.add_argument(
+        "--remote",
+        metavar="URL",
+        help="ask the gateway at URL instead (exit 2, blocking, if it cannot answer)",
+    )
+    hook.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="with --remote: how long to wait for the gateway",
+    )
 
     _add_policy_commands(sub)
     _add_archive_commands(sub)

@@ -32,7 +32,9 @@ log = logging.getLogger("gateway.engine")
 
 
 def deny(reason: str, policy_hash: str = "") -> Decision:
-    return Decision(kind="deny", rule_id="gateway.fail-closed", reason=reason, policy_hash=policy_hash)
+    return Decision(
+        kind="deny", rule_id="gateway.fail-closed", reason=reason, policy_hash=policy_hash
+    )
 
 
 class Engine:
@@ -60,7 +62,9 @@ class Engine:
         error = self._holder.last_error if self._holder else None
         return str(error) if error else None
 
-    def pre_tool_use(self, raw: Mapping[str, Any]) -> tuple[ToolCall | None, Decision, dict[str, Any]]:
+    def pre_tool_use(
+        self, raw: Mapping[str, Any]
+    ) -> tuple[ToolCall | None, Decision, dict[str, Any]]:
         """Decide, audit, render. A failure anywhere yields a deny with its reason."""
         try:
             call = parse_pre_tool_use(json.dumps(dict(raw)))
@@ -79,8 +83,9 @@ class Engine:
                 append_decision(call, decision, self._audit_log)
             except OSError as exc:
                 # An unrecorded decision is not one this gateway makes.
-                decision = deny(f"agent-gateway could not write its audit log: {_line(exc)}",
-                                policy.bundle_hash)
+                decision = deny(
+                    f"agent-gateway could not write its audit log: {_line(exc)}", policy.bundle_hash
+                )
         return call, decision, dict(render_pre_tool_use(decision))
 
     def compaction_settings(self) -> tuple[CompactionSettings, str]:
@@ -97,8 +102,10 @@ class Engine:
         except GatewayError as exc:
             error = f"bad PreCompact hook input: {_line(exc)}"
             log.error(error)
-            outcome = CompactOutcome(error=error, block_reason=f"agent-gateway: {error}"
-                                     if settings.require_archive else "")
+            outcome = CompactOutcome(
+                error=error,
+                block_reason=f"agent-gateway: {error}" if settings.require_archive else "",
+            )
             return outcome, render_pre_compact(outcome)
         outcome = archive_before_compact(request, settings, policy_hash)
         return outcome, render_pre_compact(outcome)

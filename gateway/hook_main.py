@@ -19,11 +19,18 @@ EXIT_BLOCK = 2
 _EVENT_NAMES = {"pre-tool-use": "PreToolUse", "pre-compact": "PreCompact"}
 
 
-def run_hook(event: str, policy_paths: Sequence[str], remote: str | None = None,
-             timeout_s: float = 10.0) -> int:
+def run_hook(
+    event: str, policy_paths: Sequence[str], remote: str | None = None, timeout_s: float = 10.0
+) -> int:
     if remote:
-        return relay(_EVENT_NAMES[event], remote, sys.stdin.buffer, sys.stdout, sys.stderr,
-                     timeout_s=timeout_s)
+        return relay(
+            _EVENT_NAMES[event],
+            remote,
+            sys.stdin.buffer,
+            sys.stdout,
+            sys.stderr,
+            timeout_s=timeout_s,
+        )
     if event == "pre-tool-use":
         from gateway.hook_command import run_pre_tool_use
 

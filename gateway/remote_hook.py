@@ -17,11 +17,20 @@ EXIT_BLOCK = 2
 TOKEN_ENV = "AGENT_GATEWAY_TOKEN"
 
 
-def relay(event: str, base_url: str, stdin: IO[bytes], stdout: IO[str], stderr: IO[str],
-          *, timeout_s: float = 10.0) -> int:
+def relay(
+    event: str,
+    base_url: str,
+    stdin: IO[bytes],
+    stdout: IO[str],
+    stderr: IO[str],
+    *,
+    timeout_s: float = 10.0,
+) -> int:
     body = stdin.read()
     request = urllib.request.Request(
-        f"{base_url.rstrip('/')}/hooks/{event}", data=body, method="POST",
+        f"{base_url.rstrip('/')}/hooks/{event}",
+        data=body,
+        method="POST",
         headers={"Content-Type": "application/json"},
     )
     token = os.environ.get(TOKEN_ENV)

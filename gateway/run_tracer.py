@@ -35,7 +35,9 @@ class RunTracer:
         self._sink.export(self._builder.feed(message, time.time_ns()))
 
     def pre_tool_use(self, tool_use_id: str, tool_name: str, decision: Decision | None) -> None:
-        self._sink.export(self._builder.on_pre_tool_use(tool_use_id, tool_name, decision, time.time_ns()))
+        self._sink.export(
+            self._builder.on_pre_tool_use(tool_use_id, tool_name, decision, time.time_ns())
+        )
 
     def post_tool_use(self, tool_use_id: str, is_error: bool) -> None:
         self._sink.export(self._builder.on_post_tool_use(tool_use_id, is_error, time.time_ns()))

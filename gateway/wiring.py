@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from gateway.run_command import RunRequest
 
 
-def attach_gateway(request: RunRequest, attachments: Attachments, err: TextIO) -> ClaudeAgentOptions:
+def attach_gateway(
+    request: RunRequest, attachments: Attachments, err: TextIO
+) -> ClaudeAgentOptions:
     """Add the gateway's hooks and taps to `attachments`; return the options to run with."""
     engine = Engine(request.policy_paths)
     policy = engine.policy
@@ -33,7 +35,9 @@ def attach_gateway(request: RunRequest, attachments: Attachments, err: TextIO) -
 
 
 def attach_hooks(attachments: Attachments, engine: Engine, tracer: RunTracer) -> None:
-    async def pre_tool_use(data: HookInput, tool_use_id: str | None, _ctx: HookContext) -> HookJSONOutput:
+    async def pre_tool_use(
+        data: HookInput, tool_use_id: str | None, _ctx: HookContext
+    ) -> HookJSONOutput:
         call, decision, output = engine.pre_tool_use(dict(data))
         tracer.pre_tool_use(
             call.tool_use_id if call else str(tool_use_id or ""),
@@ -42,15 +46,22 @@ def attach_hooks(attachments: Attachments, engine: Engine, tracer: RunTracer) ->
         )
         return output  # type: ignore[return-value]  # the same JSON a command hook prints
 
-    async def post_tool_use(data: HookInput, tool_use_id: str | None, _ctx: HookContext) -> HookJSONOutput:
+    async def post_tool_use(
+        data: HookInput, tool_use_id: str | None, _ctx: HookContext
+    ) -> HookJSONOutput:
         failed = data.get("hook_event_name") == "PostToolUseFailure"
         tracer.post_tool_use(str(data.get("tool_use_id") or tool_use_id or ""), failed)
         return {}
 
-    async def pre_compact(data: HookInput, _tool_use_id: str | None, _ctx: HookContext) -> HookJSONOutput:
+    async def pre_compact(
+        data: HookInput, _tool_use_id: str | None, _ctx: HookContext
+    ) -> HookJSONOutput:
         outcome, output = engine.pre_compact(dict(data))
-        tracer.compacted(outcome.archive_id or None, outcome.error or None,
-                         str(data.get("trigger") or "") or None)
+        tracer.compacted(
+            outcome.archive_id or None,
+            outcome.error or None,
+            str(data.get("trigger") or "") or None,
+        )
         return output  # type: ignore[return-value]
 
     attachments.add_hook("PreToolUse", HookMatcher(matcher=None, hooks=[pre_tool_use]))
@@ -68,7 +79,9 @@ def apply_limits(options: ClaudeAgentOptions, limits: Limits, err: TextIO) -> Cl
         if cap is None:
             continue
         if asked is not None and asked > cap:
-            err.write(f"agent-gateway: {flag} {asked} exceeds the policy limit {cap}; using {cap}\n")
+            err.write(
+                f"agent-gateway: {flag} {asked} exceeds the policy limit {cap}; using {cap}\n"
+            )
         if asked is None or asked > cap:
             changes[field] = cap
     if limits.models is not None:
@@ -81,8 +94,10 @@ def apply_limits(options: ClaudeAgentOptions, limits: Limits, err: TextIO) -> Cl
     if limits.effort:
         highest = limits.effort[-1]
         if options.effort is not None and not limits.allows_effort(options.effort):
-            err.write(f"agent-gateway: --effort {options.effort} is above the policy limit; "
-                      f"using {highest}\n")
+            err.write(
+                f"agent-gateway: --effort {options.effort} is above the policy limit; "
+                f"using {highest}\n"
+            )
             changes["effort"] = highest
         elif options.effort is None:
             changes["effort"] = highest

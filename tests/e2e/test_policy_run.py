@@ -32,7 +32,11 @@ rules:
 
 
 def bash(command: str, when: str) -> dict[str, Any]:
-    return {"when": when, "text": "ok", "tool_use": [{"name": "Bash", "input": {"command": command}}]}
+    return {
+        "when": when,
+        "text": "ok",
+        "tool_use": [{"name": "Bash", "input": {"command": command}}],
+    }
 
 
 def write_policy(sandbox: Sandbox, text: str = POLICY) -> Path:
@@ -46,18 +50,22 @@ def test_denied_rm_never_runs_and_the_model_gets_the_reason(
 ) -> None:
     precious = sandbox.cwd / "precious.txt"
     precious.write_text("keep me\n")
-    server = scripted({"responses": [
-        bash("cd . && /bin/rm -f precious.txt", "prompt"),
-        bash("echo allowed > allowed.txt", "tool_result"),
-        {"when": "tool_result", "text": "finished"},
-    ]})
+    server = scripted(
+        {
+            "responses": [
+                bash("cd . && /bin/rm -f precious.txt", "prompt"),
+                bash("echo allowed > allowed.txt", "tool_result"),
+                {"when": "tool_result", "text": "finished"},
+            ]
+        }
+    )
     policy = write_policy(sandbox)
     out = gateway_run(sandbox, "clean up", "--policy", str(policy))
 
     assert out.returncode == 0, out.stderr
     assert precious.read_text() == "keep me\n"  # the denied rm never ran
     assert (sandbox.cwd / "allowed.txt").read_text() == "allowed\n"  # the allowed call ran
-    denied, allowed = out.tool_results()
+    denied, _allowed = out.tool_results()
     assert denied["is_error"] is True
     assert "e2e" in denied["content"] or "rm" in denied["content"]
     assert "permissions.deny[0]" in denied["content"]
@@ -68,8 +76,9 @@ def test_denied_rm_never_runs_and_the_model_gets_the_reason(
     assert [d["tool_name"] for d in denials] == ["Bash"]
     assert denials[0]["tool_input"]["command"] == "cd . && /bin/rm -f precious.txt"
     # Every decision is in the audit log, chained.
-    records = [json.loads(line) for line in
-               (sandbox.gateway_home / "audit.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(line) for line in (sandbox.gateway_home / "audit.jsonl").read_text().splitlines()
+    ]
     assert [r["decision"] for r in records] == ["deny", "allow"]
     assert records[1]["prev_hash"] == records[0]["hash"]
 
@@ -77,10 +86,17 @@ def test_denied_rm_never_runs_and_the_model_gets_the_reason(
 def test_rule_reason_reaches_the_model(sandbox: Sandbox, scripted: Scripted) -> None:
     target = sandbox.cwd / "data.bin"
     target.write_text("data")
-    scripted({"responses": [bash("sudo -n shred -u data.bin", "prompt"),
-                            {"when": "tool_result", "text": "stopped"}]})
-    out = gateway_run(sandbox, "wipe", "--policy", str(write_policy(sandbox)),
-                      "--allowed-tools", "Bash")
+    scripted(
+        {
+            "responses": [
+                bash("sudo -n shred -u data.bin", "prompt"),
+                {"when": "tool_result", "text": "stopped"},
+            ]
+        }
+    )
+    out = gateway_run(
+        sandbox, "wipe", "--policy", str(write_policy(sandbox)), "--allowed-tools", "Bash"
+    )
 
     assert out.returncode == 0, out.stderr
     assert target.exists()
