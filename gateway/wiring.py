@@ -88,9 +88,8 @@ def apply_limits(options: ClaudeAgentOptions, limits: Limits, err: TextIO) -> Cl
         if options.model is None:
             changes["model"] = limits.models[0]
         elif not limits.allows_model(options.model):
-            raise ConfigError(
-                f"model {options.model!r} is not allowed by policy (allowed: {', '.join(limits.models)})"
-            )
+            allowed = ", ".join(limits.models)
+            raise ConfigError(f"model {options.model!r} is not allowed by policy ({allowed})")
     if limits.effort:
         highest = limits.effort[-1]
         if options.effort is not None and not limits.allows_effort(options.effort):
