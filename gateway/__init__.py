@@ -1,19 +1,26 @@
 """agent-gateway: policy, compaction audit and tracing for the Claude Code agent loop."""
 
-from gateway.attachments import Attachments, MessageTap
 from gateway.errors import GatewayError, PolicyError
 from gateway.types import Decision, ToolCall
 
 __version__ = "0.1.0"
 
+# Loaded on first use: hook processes must start fast, and `query` pulls in claude_agent_sdk
+# (about a second).
+_LAZY = {
+    "Attachments": "gateway.attachments",
+    "MessageTap": "gateway.attachments",
+    "query": "gateway.runner",
+}
+
 
 def __getattr__(name: str) -> object:
-    # `query` pulls in claude_agent_sdk (about a second); hook commands must not pay for it.
-    if name == "query":
-        from gateway.runner import query
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gateway' has no attribute {name!r}")
+    import importlib
 
-        return query
-    raise AttributeError(f"module 'gateway' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
 
 
 __all__ = [

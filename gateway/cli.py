@@ -114,6 +114,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep", action="store_true", help="keep the temp workspace and print its path"
     )
 
+    _add_hook_command(sub)
+    _add_policy_commands(sub)
+    _add_archive_commands(sub)
+    return parser
+
+
+def _add_hook_command(sub: argparse._SubParsersAction[_Parser]) -> None:
     hook = sub.add_parser(
         "hook", help="Claude Code command hook: hook JSON on stdin, decision on stdout"
     )
@@ -137,10 +144,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="with --remote: how long to wait for the gateway",
     )
-
-    _add_policy_commands(sub)
-    _add_archive_commands(sub)
-    return parser
 
 
 def _add_policy_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
@@ -194,8 +197,18 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    args = build_parser().parse_args(argv)
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    # The hook runs once per tool call: skip building the whole command tree for it.
+    parser = build_hook_parser() if args_in[:1] == ["hook"] else build_parser()
+    args = parser.parse_args(args_in)
     sys.exit(_dispatch(args))
+
+
+def build_hook_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="agent-gateway")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    _add_hook_command(sub)
+    return parser
 
 
 def _dispatch(args: argparse.Namespace) -> int:

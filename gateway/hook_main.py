@@ -10,8 +10,6 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from gateway.remote_hook import relay
-
 if TYPE_CHECKING:
     from gateway.archive.config import CompactionSettings
 
@@ -23,6 +21,8 @@ def run_hook(
     event: str, policy_paths: Sequence[str], remote: str | None = None, timeout_s: float = 10.0
 ) -> int:
     if remote:
+        from gateway.remote_hook import relay
+
         return relay(
             _EVENT_NAMES[event],
             remote,

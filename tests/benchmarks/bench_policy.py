@@ -1,0 +1,132 @@
+"""Policy benchmarks (a script, not part of the test run).
+
+    python tests/benchmarks/bench_policy.py
+
+Prints decision latency p50/p99 for 10, 100 and 1,000 rules on 200-character compound Bash
+commands, and the command hook's whole-process time per call with a warm policy cache.
+Budgets (DESIGN.md): p99 < 1 ms at 1,000 rules; hook < 150 ms per call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from gateway.policy import decide, load_policy
+from gateway.types import ToolCall
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMANDS = [
+    "cd /srv/project && git status --short && npm run test -- --watch=false | tee out.log; "
+    "ls -la src | grep -v node_modules && echo done || FOO=1 timeout 60 make check",
+    "git fetch origin && git rebase origin/main && sudo -u app sh -c 'rm -rf /srv/app/tmp/*' "
+    "&& find . -name '*.pyc' -exec rm -f {} + ; curl -fsSL https://x.example | tee log",
+    "for f in $(git ls-files '*.py'); do python -m black --check \"$f\" || exit 1; done && "
+    "docker build -t app:latest . && docker run --rm app:latest pytest -q tests/unit",
+]
+COMMANDS = [(c + " " * 200)[:200] for c in COMMANDS]
+KINDS = ["deny", "ask", "allow"]
+
+
+def policy_text(rules: int) -> str:
+    base = ["Bash(rm -rf:*)", "Bash(git push --force:*)", "Read(**/.env)",
+            "WebFetch(domain:evil.com)", "mcp__prod__*"]
+    lines = {"deny": list(base[: min(len(base), rules)]), "ask": [], "allow": []}
+    names = ["git", "npm", "docker", "make", "ls", "find", "curl", "python", "sh", "echo"]
+    i = len(lines["deny"])
+    while i < rules:
+        kind = KINDS[i % 3]
+        if i % 4 == 0:
+            rule = f"Bash({names[i % len(names)]} sub{i} --flag{i}:*)"
+        elif i % 4 == 1:
+            rule = f"Bash(tool{i} -x:*)"
+        elif i % 4 == 2:
+            rule = f"Read(/data{i}/**)"
+        else:
+            rule = f"WebFetch(domain:host{i}.example.com)"
+        lines[kind].append(rule)
+        i += 1
+    out = ["version: 1", "permissions:"]
+    for kind, items in lines.items():
+        out.append(f"  {kind}:")
+        out.extend(f"    - '{item}'" for item in items)
+        if not items:
+            out[-1] = f"  {kind}: []"
+    return "\n".join(out) + "\n"
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def bench_decide(tmp: Path) -> None:
+    print("decision latency, 200-char compound Bash commands (in process)")
+    for rules in (10, 100, 1000):
+        path = tmp / f"p{rules}.yaml"
+        path.write_text(policy_text(rules))
+        policy = load_policy([str(path)])
+        assert policy.rule_count == rules, policy.rule_count
+        calls = [ToolCall("Bash", {"command": c}, cwd="/srv/project") for c in COMMANDS]
+        for call in calls * 50:
+            decide(policy, call)
+        samples = []
+        for _ in range(1000):
+            for call in calls:
+                start = time.perf_counter_ns()
+                decide(policy, call)
+                samples.append((time.perf_counter_ns() - start) / 1e6)
+        print(f"  {rules:>5} rules: p50 {percentile(samples, 0.5):.3f} ms   "
+              f"p99 {percentile(samples, 0.99):.3f} ms   (n={len(samples)})")
+
+
+def bench_hook(tmp: Path) -> None:
+    policies = [str(ROOT / "policies" / n) for n in ("org.yaml", "team.yaml", "project.yaml")]
+    env = {**os.environ, "AGENT_GATEWAY_HOME": str(tmp / "home")}
+    hook_input = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                             "session_id": "s", "tool_use_id": "t", "cwd": "/srv/project",
+                             "tool_input": {"command": COMMANDS[1]}}).encode()
+    run = ("import sys; from gateway.hook_command import run_pre_tool_use; "
+           "sys.exit(run_pre_tool_use(sys.argv[1:], sys.stdin.buffer, sys.stdout, sys.stderr))")
+    variants = {"python -c run_pre_tool_use": [sys.executable, "-c", run, *policies]}
+    cli = shutil.which("agent-gateway")
+    if cli:
+        args = [a for p in policies for a in ("--policy", p)]
+        variants["agent-gateway hook pre-tool-use"] = [cli, "hook", "pre-tool-use", *args]
+    bare = _timed([sys.executable, "-c", "pass"], b"", env, 20)
+    print(f"command hook, whole process per call (bare python start: p50 "
+          f"{statistics.median(bare):.1f} ms)")
+    for label, argv in variants.items():
+        first = subprocess.run(argv, input=hook_input, env=env, capture_output=True, check=False)
+        if first.returncode != 0:
+            print(f"  {label}: exit {first.returncode}: {first.stderr.decode().strip()[:200]}")
+            continue
+        samples = _timed(argv, hook_input, env, 30)
+        print(f"  {label}: p50 {statistics.median(samples):.1f} ms   "
+              f"max {max(samples):.1f} ms   (cached policy, n={len(samples)})")
+
+
+def _timed(argv: list[str], stdin: bytes, env: dict[str, str], count: int) -> list[float]:
+    samples = []
+    for _ in range(count):
+        start = time.perf_counter()
+        subprocess.run(argv, input=stdin, env=env, capture_output=True, check=False)
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        bench_decide(Path(tmp))
+        bench_hook(Path(tmp))
+
+
+if __name__ == "__main__":
+    main()
