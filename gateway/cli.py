@@ -78,6 +78,11 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         help="policy file; repeat in order org, team, project (lower layers only tighten)",
     )
     p.add_argument(
+        "--autocompact",
+        metavar="auto|TOKENS",
+        help="auto-compact window: compact when the context passes TOKENS (at least 100000)",
+    )
+    p.add_argument(
         "--output-format",
         choices=("text", "json", "stream-json"),
         default="text",
@@ -117,7 +122,69 @@ def build_parser() -> argparse.ArgumentParser:
     _add_hook_command(sub)
     _add_policy_commands(sub)
     _add_archive_commands(sub)
+    _add_service_commands(sub)
     return parser
+
+
+def _add_service_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
+    serve = sub.add_parser(
+        "serve",
+        help="HTTP hooks, the Messages API proxy and remote runs for any Claude Code session",
+        description="Serve POST /hooks/{Event}, /v1/messages (proxied to --upstream), "
+        "/v1/runs, /healthz and /readyz. With AGENT_GATEWAY_TOKEN or "
+        "AGENT_GATEWAY_TOKENS_FILE set, every endpoint but the health checks needs "
+        "'Authorization: Bearer TOKEN'; a non-loopback --host is refused without one.",
+    )
+    serve.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="policy file; repeat in order org, team, project",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8787, help="port (default 8787)")
+    serve.add_argument(
+        "--upstream",
+        default="https://api.anthropic.com",
+        metavar="URL",
+        help="the Messages API to proxy to (default https://api.anthropic.com)",
+    )
+    serve.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="on SIGTERM, how long in-flight requests get to finish (default 30)",
+    )
+    settings = sub.add_parser(
+        "settings",
+        help="print Claude Code settings JSON that wires a session to a gateway",
+        description="Hooks with onFailure block (a gateway that is down, slow or erroring "
+        "blocks every tool call), the token through env interpolation, "
+        "env.ANTHROPIC_BASE_URL and the policy's static denies in permissions.deny.",
+    )
+    settings.add_argument("--url", required=True, help="the gateway's base URL")
+    settings.add_argument(
+        "--managed",
+        action="store_true",
+        help="a drop-in for /etc/claude-code/managed-settings.d/ (also disables bypass mode)",
+    )
+    settings.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="policy files whose permissions.deny rules are mirrored as a static floor",
+    )
+    settings.add_argument(
+        "--command-hook",
+        action="store_true",
+        help="use `agent-gateway hook pre-tool-use --remote URL` instead of http hooks",
+    )
+    settings.add_argument(
+        "--no-token", action="store_true", help="send no Authorization header (auth off)"
+    )
 
 
 def _add_hook_command(sub: argparse._SubParsersAction[_Parser]) -> None:
@@ -233,4 +300,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         from gateway.cli_archive import dispatch_archive
 
         return dispatch_archive(args)
+    if command == "serve":
+        from gateway.serve_command import ServeArgs, serve_command
+
+        return serve_command(
+            ServeArgs(args.policy, args.host, args.port, args.upstream, args.drain_seconds)
+        )
+    if command == "settings":
+        from gateway.settings_command import settings_command
+
+        return settings_command(args)
     raise AssertionError(f"unhandled command {command}")  # argparse only yields the above

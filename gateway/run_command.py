@@ -42,6 +42,7 @@ def request_from_args(args: argparse.Namespace) -> RunRequest:
         fork_session=args.fork_session,
         settings=args.settings,
         include_partial_messages=args.include_partial_messages,
+        extra_args={"autocompact": args.autocompact} if args.autocompact else {},
     )
     return RunRequest(
         prompt=args.prompt,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -56,7 +57,12 @@ def attach_hooks(attachments: Attachments, engine: Engine, tracer: RunTracer) ->
     async def pre_compact(
         data: HookInput, _tool_use_id: str | None, _ctx: HookContext
     ) -> HookJSONOutput:
-        outcome, output = engine.pre_compact(dict(data))
+        # Archiving waits for the transcript to settle: keep the event loop free meanwhile.
+        outcome, output = await asyncio.to_thread(engine.pre_compact, dict(data))
+        if outcome.blocked:
+            # Claude Code reports a blocking SDK callback only as "[callback]"; a system
+            # message is how the reason reaches the stream.
+            output = {**output, "systemMessage": outcome.block_reason}
         tracer.compacted(
             outcome.archive_id or None,
             outcome.error or None,

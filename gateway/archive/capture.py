@@ -73,19 +73,20 @@ def settle(
     """The transcript's size once it stops growing, waiting at most `timeout_s`.
 
     Claude Code appends to the transcript asynchronously, so the hook can fire before the last
-    lines land. Settled means: unchanged since QUIET_S ago, or across two polls.
+    lines land. Settled means unchanged for QUIET_S: by its mtime, or as seen by our polls.
     """
     deadline = clock() + timeout_s
     st = path.stat()
+    size, changed_at = st.st_size, clock()
     if timeout_s <= 0 or wall() - st.st_mtime >= QUIET_S:
-        return st.st_size
-    size = st.st_size
+        return size
     while clock() < deadline:
         sleep(min(POLL_S, max(0.0, deadline - clock())))
-        current = path.stat().st_size
-        if current == size:
+        st = path.stat()
+        if st.st_size != size:
+            size, changed_at = st.st_size, clock()
+        elif clock() - changed_at >= QUIET_S or wall() - st.st_mtime >= QUIET_S:
             return size
-        size = current
     log.warning(
         "transcript %s still growing after %.1fs; archiving %d bytes", path, timeout_s, size
     )

@@ -28,10 +28,16 @@ settings = CompactionSettings.model_validate_json({settings!r})
 sys.exit(run_pre_compact_hook(sys.stdin, sys.stdout, sys.stderr, lambda: (settings, "e2e")))
 """
 
+# The independent copy waits, in its own way, until the transcript has been still for 0.5 s.
 COPY_HOOK = """
-import json, shutil, sys
-data = json.load(sys.stdin)
-shutil.copyfile(data["transcript_path"], {target!r})
+import json, os, shutil, sys, time
+path = json.load(sys.stdin)["transcript_path"]
+size, still_since = -1, time.monotonic()
+while time.monotonic() - still_since < 0.5:
+    time.sleep(0.05)
+    if os.path.getsize(path) != size:
+        size, still_since = os.path.getsize(path), time.monotonic()
+shutil.copyfile(path, {target!r})
 """
 
 
@@ -89,7 +95,7 @@ def test_manual_compaction_is_archived_byte_for_byte(
     assert manifest["trigger"] == "manual"
     archived = io.BytesIO()
     copy_object(store, manifest["files"][0]["object"], archived.write)
-    assert archived.getvalue() == copy.read_bytes()
+    assert archived.getvalue() == copy.read_bytes(), (len(archived.getvalue()), copy.stat().st_size)
     assert manifest["offset"] == len(archived.getvalue())
     assert verify(store) == (1, None)
 

@@ -37,7 +37,7 @@ class RunOutcome:
         return str(self.result["session_id"])
 
     def tool_results(self) -> list[dict[str, Any]]:
-        blocks = []
+        blocks: list[dict[str, Any]] = []
         for m in self.messages:
             content = m.get("message", {}).get("content") if m.get("type") == "user" else None
             if isinstance(content, list):
