@@ -123,7 +123,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_policy_commands(sub)
     _add_archive_commands(sub)
     _add_service_commands(sub)
+    _add_trace_commands(sub)
     return parser
+
+
+def _add_trace_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
+    trace = sub.add_parser("trace", help="traces kept locally when no exporter is configured")
+    tsub = trace.add_subparsers(dest="trace_command", metavar="ACTION", parser_class=_Parser)
+    tsub.required = True
+    show = tsub.add_parser(
+        "show", help="draw a run's trace as a tree: durations, tokens, cost, decisions"
+    )
+    show.add_argument("session", nargs="?", help="session id (default: the latest trace)")
 
 
 def _add_service_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
@@ -296,6 +307,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from gateway.cli_policy import dispatch_policy
 
         return dispatch_policy(args)
+    if command == "trace":
+        from gateway.telemetry.show import trace_show
+
+        return trace_show(args.session)
     if command == "archive":
         from gateway.cli_archive import dispatch_archive
 

@@ -15,6 +15,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from rich.console import Console
 
 from gateway.run_command import RunRequest, execute
+from gateway.telemetry.show import trace_show
 from gateway.testing import ScriptedServer
 
 SCENARIO: dict[str, Any] = {
@@ -41,12 +42,29 @@ SCENARIO: dict[str, Any] = {
         },
         {
             "when": "tool_result",
-            "text": "NOTES.md has two lines: a heading and one entry.",
-            "usage": {"input_tokens": 2450, "output_tokens": 31, "cache_read_input_tokens": 900},
+            "text": "Now I'll clean up.",
+            "tool_use": [{"name": "Bash", "input": {"command": "cd . && rm -fr NOTES.md"}}],
+            "usage": {"input_tokens": 2450, "output_tokens": 37, "cache_read_input_tokens": 900},
+        },
+        {
+            "when": "tool_result",
+            "text": "The policy blocked the delete, so NOTES.md stays: a heading and one entry.",
+            "usage": {"input_tokens": 2600, "output_tokens": 31, "cache_read_input_tokens": 900},
         },
     ]
 }
-PROMPT = "Write release notes to NOTES.md, then show me the file."
+PROMPT = "Write release notes to NOTES.md, show me the file, then clean up."
+DEMO_POLICY = """\
+version: 1
+name: demo
+permissions:
+  deny:
+    - Bash(rm -rf:*)
+  allow:
+    - Write
+    - Bash(wc:*)
+    - Bash(cat:*)
+"""
 
 
 class DemoView:
@@ -119,23 +137,27 @@ def run_demo(*, keep: bool = False) -> int:
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                 "HOME": str(workspace / "home"),
             }
-            os.environ.setdefault("AGENT_GATEWAY_HOME", str(workspace / "gateway-home"))
+            # The demo keeps its audit log, archive and spans in its own workspace.
+            os.environ["AGENT_GATEWAY_HOME"] = str(workspace / "gateway-home")
+            policy = workspace / "demo-policy.yaml"
+            policy.write_text(DEMO_POLICY)
             console.print(f"scripted model at {server.url}; workspace {workspace / 'project'}")
             console.print(f"[bold]prompt:[/] {PROMPT}")
+            console.print(f"[bold]policy:[/] {policy} (denies recursive rm)")
             request = RunRequest(
                 prompt=PROMPT,
-                options=ClaudeAgentOptions(
-                    cwd=str(workspace / "project"), env=env, allowed_tools=["Write", "Bash"]
-                ),
+                options=ClaudeAgentOptions(cwd=str(workspace / "project"), env=env),
+                policy_paths=[str(policy)],
             )
             status = asyncio.run(execute(request, io.StringIO(), sys.stderr, [DemoView(console)]))
         notes = workspace / "project" / "NOTES.md"
         if notes.exists():
             console.print(f"\nthe agent's file on disk, {notes}:\n{notes.read_text()}")
+        console.print("[bold]the run's trace[/] (agent-gateway trace show):")
+        trace_show(None, home=workspace / "gateway-home", console=console)
         return status
     finally:
         if keep:
             console.print(f"workspace kept at {workspace}")
         else:
             shutil.rmtree(workspace, ignore_errors=True)
-
