@@ -39,9 +39,6 @@ class RunTracer:
             self._builder.on_pre_tool_use(tool_use_id, tool_name, decision, time.time_ns())
         )
 
-    def post_tool_use(self, tool_use_id: str, is_error: bool) -> None:
-        self._sink.export(self._builder.on_post_tool_use(tool_use_id, is_error, time.time_ns()))
-
     def compacted(self, archive_id: str | None, error: str | None, trigger: str | None) -> None:
         self._sink.export(
             self._builder.on_compact_archived(archive_id, error, time.time_ns(), trigger=trigger)

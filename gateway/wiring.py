@@ -36,6 +36,8 @@ def attach_gateway(
 
 
 def attach_hooks(attachments: Attachments, engine: Engine, tracer: RunTracer) -> None:
+    # No PostToolUse callback: the tool_result in the stream ends the tool span, and every
+    # callback costs a control-protocol round trip per tool call.
     async def pre_tool_use(
         data: HookInput, tool_use_id: str | None, _ctx: HookContext
     ) -> HookJSONOutput:
@@ -46,13 +48,6 @@ def attach_hooks(attachments: Attachments, engine: Engine, tracer: RunTracer) ->
             decision,
         )
         return output  # type: ignore[return-value]  # the same JSON a command hook prints
-
-    async def post_tool_use(
-        data: HookInput, tool_use_id: str | None, _ctx: HookContext
-    ) -> HookJSONOutput:
-        failed = data.get("hook_event_name") == "PostToolUseFailure"
-        tracer.post_tool_use(str(data.get("tool_use_id") or tool_use_id or ""), failed)
-        return {}
 
     async def pre_compact(
         data: HookInput, _tool_use_id: str | None, _ctx: HookContext
@@ -71,8 +66,6 @@ def attach_hooks(attachments: Attachments, engine: Engine, tracer: RunTracer) ->
         return output  # type: ignore[return-value]
 
     attachments.add_hook("PreToolUse", HookMatcher(matcher=None, hooks=[pre_tool_use]))
-    attachments.add_hook("PostToolUse", HookMatcher(matcher=None, hooks=[post_tool_use]))
-    attachments.add_hook("PostToolUseFailure", HookMatcher(matcher=None, hooks=[post_tool_use]))
     attachments.add_hook("PreCompact", HookMatcher(matcher=None, hooks=[pre_compact]))
 
 

@@ -106,8 +106,10 @@ def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
 
 def classify_request(body: Mapping[str, Any], headers: Mapping[str, str]) -> RequestKind:
     """What a Messages API request is, as far as scenario matching cares."""
-    messages = body.get("messages") or []
-    last = messages[-1] if messages else {}
+    # Claude Code appends role "system" notes (e.g. the remaining budget) after the turn's
+    # user message; the kind is decided by the last message of the conversation proper.
+    conversation = [m for m in body.get("messages") or [] if m.get("role") != "system"]
+    last = conversation[-1] if conversation else {}
     text = _text_of(last.get("content")).lower()
     if any(marker in text for marker in _COMPACTION_MARKERS):
         return "compaction"

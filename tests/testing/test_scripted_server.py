@@ -127,6 +127,8 @@ def test_compaction_request_is_recognised() -> None:
     }
     assert classify_request(body, {}) == "compaction"
     assert classify_request({"messages": [USER]}, {"x-claude-code-agent-id": "a1"}) == "subagent"
+    budget_note = {"role": "system", "content": [{"type": "text", "text": "USD budget: $0/$5"}]}
+    assert classify_request({"messages": [TOOL_RESULT, budget_note]}, {}) == "tool_result"
 
 
 def test_bad_scenario_is_one_line_error(tmp_path: Any) -> None:
