@@ -9,7 +9,10 @@ erroring blocks the tool call; the policy's static denies are mirrored into
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gateway.policy import Policy
 
 TOKEN_ENV = "AGENT_GATEWAY_TOKEN"
 BLOCKING_EVENTS = ("PreToolUse", "PreCompact")
@@ -32,6 +35,7 @@ def gateway_settings(
     static_denies: Sequence[str] = (),
     with_token: bool = True,
     timeout_s: int = 10,
+    compact_timeout_s: int = 300,
     proxy: bool = True,
 ) -> dict[str, Any]:
     """Settings JSON (for --settings, .claude/settings.json or a managed drop-in)."""
@@ -41,7 +45,7 @@ def gateway_settings(
         handler: dict[str, Any] = {
             "type": "http",
             "url": f"{base}/hooks/{event}",
-            "timeout": timeout_s,
+            "timeout": compact_timeout_s if event == "PreCompact" else timeout_s,
         }
         if with_token:
             handler["headers"] = {"Authorization": f"Bearer ${TOKEN_ENV}"}
@@ -78,3 +82,26 @@ def command_hook_settings(
         "permissions": {"deny": list(dict.fromkeys(static_denies))},
         "env": {"ANTHROPIC_BASE_URL": base},
     }
+
+
+def static_denies(policy: Policy) -> list[str]:
+    """The enforced `permissions.deny` rules of every layer, verbatim, org first.
+
+    Claude Code applies these itself, so they hold even when no gateway answers.
+    """
+    denies: list[str] = []
+    for layer in policy.layers:
+        if layer.mode != "enforce":
+            continue
+        for rule in layer.rules:
+            if rule.decision == "deny" and not rule.monitor and ":permissions.deny[" in rule.id:
+                denies.append(rule.text)
+    return list(dict.fromkeys(denies))
+
+
+def managed_settings(url: str, *, static_denies: Sequence[str] = ()) -> dict[str, Any]:
+    """A managed-settings.d drop-in: the same wiring, plus bypass mode switched off so a
+    user cannot skip the gateway's decisions with --dangerously-skip-permissions."""
+    settings = gateway_settings(url, static_denies=static_denies)
+    settings["permissions"]["disableBypassPermissionsMode"] = "disable"
+    return settings

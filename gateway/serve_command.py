@@ -1,0 +1,109 @@
+"""`agent-gateway serve`: validate the configuration, build the app, run it until SIGTERM.
+
+aiohttp's run_app turns SIGINT/SIGTERM into a graceful exit: the listener closes, in-flight
+hook calls and proxied streams get `shutdown_timeout` seconds to finish, then the span sink
+is flushed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gateway.errors import GatewayError
+
+DRAIN_SECONDS = 30.0
+TOKEN_ENV = "AGENT_GATEWAY_TOKEN"
+TOKENS_FILE_ENV = "AGENT_GATEWAY_TOKENS_FILE"
+
+
+@dataclass(frozen=True)
+class ServeArgs:
+    policy: Sequence[str]
+    host: str
+    port: int
+    upstream: str
+    drain_seconds: float = DRAIN_SECONDS
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve_command(args: ServeArgs) -> int:
+    prog = "agent-gateway serve"
+    token = os.environ.get(TOKEN_ENV) or None
+    tokens_file = os.environ.get(TOKENS_FILE_ENV) or None
+    if not is_loopback(args.host) and not (token or tokens_file):
+        print(
+            f"{prog}: error: refusing to listen on {args.host} without authentication "
+            f"(set {TOKEN_ENV} or {TOKENS_FILE_ENV}, or use 127.0.0.1)",
+            file=sys.stderr,
+        )
+        return 2
+    if not args.policy:
+        print(f"{prog}: error: at least one --policy PATH is needed", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    try:
+        return _serve(args, token, tokens_file)
+    except GatewayError as exc:
+        print(f"{prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return exc.exit_code
+    except OSError as exc:
+        print(f"{prog}: error: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+
+
+def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
+    from aiohttp import web
+
+    from gateway.server.app import ServeConfig, create_app
+    from gateway.server.auth import load_tokens
+    from gateway.server.service import GatewayService
+    from gateway.server.tracing import ServerTracer
+    from gateway.telemetry import load_price_table, span_sink_from_env
+
+    tokens = load_tokens(token, tokens_file)
+    config = ServeConfig(
+        policy_paths=list(args.policy),
+        host=args.host,
+        port=args.port,
+        upstream=args.upstream,
+        tokens=tokens,
+    )
+    sink = span_sink_from_env()
+    tracer = ServerTracer(sink, load_price_table())
+    service = GatewayService(config.policy_paths, tracer)
+    app = create_app(config, service, tracer.on_exchange)
+
+    async def flush(_app: web.Application) -> None:
+        sink.shutdown()
+
+    app.on_cleanup.append(flush)
+    print(
+        f"agent-gateway serve: listening on http://{args.host}:{args.port} "
+        f"(upstream {args.upstream}, auth {'on' if tokens.enabled else 'off'})",
+        file=sys.stderr,
+        flush=True,
+    )
+    web.run_app(
+        app,
+        host=args.host,
+        port=args.port,
+        shutdown_timeout=args.drain_seconds,
+        print=None,
+        access_log=None,
+        handle_signals=True,
+    )
+    return 0

@@ -1,0 +1,1 @@
+"""`agent-gateway serve`: HTTP hooks, the Messages API proxy and remote runs in one aiohttp app."""

@@ -1,0 +1,174 @@
+"""Streaming pass-through to the upstream Messages API, with a tap for chat spans.
+
+Bytes go to the client as they arrive; the tap decodes a copy. Auth headers pass unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from gateway.server.auth import authorization_is_ours
+from gateway.server.sse import SseDecoder
+
+# Hop-by-hop headers and those aiohttp sets itself; everything else is forwarded as is.
+_DROP_REQUEST = frozenset(
+    {
+        "host",
+        "content-length",
+        "connection",
+        "transfer-encoding",
+        "keep-alive",
+        "te",
+        "upgrade",
+        "proxy-authorization",
+        "accept-encoding",
+        "x-agent-gateway-token",
+    }
+)
+_DROP_RESPONSE = frozenset(
+    {"content-length", "connection", "transfer-encoding", "keep-alive", "content-encoding"}
+)
+SESSION_HEADER = "X-Claude-Code-Session-Id"
+MAX_TAPPED_BODY = 1024 * 1024
+log = logging.getLogger("gateway.server.proxy")
+
+
+@dataclass
+class ProxiedExchange:
+    """What the tap learned about one proxied request."""
+
+    session_id: str
+    agent_id: str
+    path: str
+    request_model: str
+    status: int
+    retry_count: int
+    started_ns: int
+    first_byte_ns: int = 0
+    first_token_ns: int = 0
+    ended_ns: int = 0
+    events: list[dict[str, Any]] = field(default_factory=list)
+    body_json: dict[str, Any] | None = None
+    """A non-streaming response body (small ones only), for the chat span."""
+    error: str = ""
+
+
+ExchangeSink = Callable[[ProxiedExchange], None]
+
+
+@dataclass
+class Proxy:
+    upstream: str
+    session: aiohttp.ClientSession
+    sink: ExchangeSink | None = None
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        started = time.time_ns()
+        # The gateway's own token (in Authorization) is not the upstream's credential.
+        drop = (
+            _DROP_REQUEST | {"authorization"} if authorization_is_ours(request) else _DROP_REQUEST
+        )
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in drop}
+        headers["Accept-Encoding"] = "identity"  # the tap reads the SSE as text
+        url = self.upstream.rstrip("/") + request.path_qs
+        exchange = ProxiedExchange(
+            session_id=request.headers.get(SESSION_HEADER, ""),
+            agent_id=request.headers.get("x-claude-code-agent-id", ""),
+            path=request.path,
+            request_model=_request_model(body),
+            status=0,
+            retry_count=_int(request.headers.get("X-Stainless-Retry-Count")),
+            started_ns=started,
+        )
+        response: web.StreamResponse | None = None
+        try:
+            async with self.session.post(url, data=body, headers=headers) as upstream:
+                exchange.status = upstream.status
+                response = web.StreamResponse(
+                    status=upstream.status,
+                    headers={
+                        k: v for k, v in upstream.headers.items() if k.lower() not in _DROP_RESPONSE
+                    },
+                )
+                await response.prepare(request)
+                await self._pump(upstream, response, exchange)
+                await response.write_eof()
+                return response
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            exchange.error = f"upstream failed: {' '.join(str(exc).split()) or type(exc).__name__}"
+            if response is not None:
+                raise  # headers are out: the client sees a cut stream, as from the upstream
+            exchange.status = 502
+            return web.json_response(
+                {"type": "error", "error": {"type": "api_error", "message": exchange.error}},
+                status=502,
+            )
+        finally:
+            exchange.ended_ns = time.time_ns()
+            if self.sink is not None and request.path == "/v1/messages":
+                try:
+                    self.sink(exchange)
+                except Exception:  # tracing must never break the proxied call
+                    log.exception("chat span for a proxied request failed")
+
+    async def _pump(
+        self,
+        upstream: aiohttp.ClientResponse,
+        response: web.StreamResponse,
+        exchange: ProxiedExchange,
+    ) -> None:
+        """Forward each chunk as it arrives; decode a copy for the span."""
+        decoder = SseDecoder() if _is_sse(upstream) else None
+        kept = bytearray()
+        async for chunk in upstream.content.iter_any():
+            now = time.time_ns()
+            exchange.first_byte_ns = exchange.first_byte_ns or now
+            await response.write(chunk)
+            if decoder is None:
+                if len(kept) + len(chunk) <= MAX_TAPPED_BODY:
+                    kept += chunk
+                continue
+            for event in decoder.feed(chunk):
+                if not exchange.first_token_ns and event.get("type") == "content_block_delta":
+                    exchange.first_token_ns = now
+                exchange.events.append(event)
+        if decoder is None and kept:
+            exchange.body_json = _json_object(bytes(kept))
+
+
+def _is_sse(response: aiohttp.ClientResponse) -> bool:
+    return response.headers.get("Content-Type", "").startswith("text/event-stream")
+
+
+def _json_object(data: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _request_model(body: bytes) -> str:
+    # Only the model name is needed; a full parse of a large request is avoided.
+    marker = body.find(b'"model"')
+    if marker < 0:
+        return ""
+    start = body.find(b'"', body.find(b":", marker) + 1)
+    end = body.find(b'"', start + 1)
+    return body[start + 1 : end].decode(errors="replace") if 0 <= start < end else ""
+
+
+def _int(value: str | None) -> int:
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0

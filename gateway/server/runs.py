@@ -1,0 +1,126 @@
+"""POST /v1/runs: the options of `agent-gateway run` as JSON in, NDJSON messages out.
+
+Each message Claude Code writes is one line, as `agent-gateway run --output-format
+stream-json` prints it; a last line `{"type": "gateway_exit", "exit_code": N, "errors": [...]}`
+says how the run ended. The caller's policy layers come from its token. `settings` is refused:
+a remote caller must not add hooks (commands) to the gateway host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+_STRINGS = ("cwd", "model", "permission_mode", "effort", "resume")
+_LISTS = ("allowed_tools", "disallowed_tools")
+_KNOWN = frozenset(
+    {"prompt", "max_turns", "max_budget_usd", "fork_session", "include_partial_messages"}
+    | set(_STRINGS)
+    | set(_LISTS)
+)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A validated remote run: plain values until the SDK is imported to run it."""
+
+    prompt: str
+    options: Mapping[str, Any]
+    policy_paths: tuple[str, ...]
+    include_partial_messages: bool = False
+
+
+def parse_run_request(body: Mapping[str, Any], policy_paths: Sequence[str]) -> RunSpec:
+    """Validate the JSON body; ValueError names the offending key."""
+    unknown = sorted(set(body) - _KNOWN)
+    if unknown:
+        raise ValueError(f"unknown run option(s): {', '.join(unknown)}")
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str) or not prompt:
+        raise ValueError("'prompt' must be a non-empty string")
+    options: dict[str, Any] = {}
+    for key in _STRINGS:
+        if body.get(key) is not None:
+            if not isinstance(body[key], str):
+                raise ValueError(f"'{key}' must be a string")
+            options[key] = body[key]
+    for key in _LISTS:
+        value = body.get(key)
+        if value is not None:
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"'{key}' must be a list of strings")
+            options[key] = list(value)
+    if body.get("max_turns") is not None:
+        turns = body["max_turns"]
+        if not isinstance(turns, int) or isinstance(turns, bool) or turns < 1:
+            raise ValueError("'max_turns' must be an integer >= 1")
+        options["max_turns"] = turns
+    if body.get("max_budget_usd") is not None:
+        budget = body["max_budget_usd"]
+        if not isinstance(budget, int | float) or isinstance(budget, bool) or budget <= 0:
+            raise ValueError("'max_budget_usd' must be a positive number")
+        options["max_budget_usd"] = float(budget)
+    if body.get("fork_session"):
+        if not options.get("resume"):
+            raise ValueError("'fork_session' needs 'resume'")
+        options["fork_session"] = True
+    partial = bool(body.get("include_partial_messages"))
+    return RunSpec(prompt, options, tuple(policy_paths), partial)
+
+
+class _QueueWriter(io.StringIO):
+    """A text stream whose lines go to an asyncio queue (same loop)."""
+
+    def __init__(self, queue: asyncio.Queue[bytes | None]) -> None:
+        self._queue = queue
+
+    def write(self, text: str) -> int:
+        if text:
+            self._queue.put_nowait(text.encode("utf-8"))
+        return len(text)
+
+
+async def stream_run_lines(spec: RunSpec) -> AsyncIterator[bytes]:
+    """Run the agent on this loop; yield NDJSON bytes as messages arrive."""
+    from claude_agent_sdk import ClaudeAgentOptions
+
+    from gateway.errors import GatewayError
+    from gateway.run_command import RunRequest, execute
+
+    queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+    err = io.StringIO()
+    request = RunRequest(
+        prompt=spec.prompt,
+        options=ClaudeAgentOptions(
+            include_partial_messages=spec.include_partial_messages, **spec.options
+        ),
+        policy_paths=list(spec.policy_paths),
+        output_format="stream-json",
+        include_partial_messages=spec.include_partial_messages,
+    )
+
+    async def run() -> int:
+        try:
+            return await execute(request, _QueueWriter(queue), err)
+        except GatewayError as exc:
+            err.write(f"agent-gateway run: error: {exc}\n")
+            return exc.exit_code
+        finally:
+            queue.put_nowait(None)
+
+    task = asyncio.ensure_future(run())
+    try:
+        while (chunk := await queue.get()) is not None:
+            yield chunk
+        code = await task
+    finally:
+        if not task.done():
+            task.cancel()  # the client went away: stop the agent
+    errors = [line for line in err.getvalue().splitlines() if line.strip()]
+    yield (
+        json.dumps({"type": "gateway_exit", "exit_code": code, "errors": errors}) + "\n"
+    ).encode()

@@ -1,0 +1,128 @@
+"""The service app over real HTTP (aiohttp test server): hooks, auth, limits, readiness."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from gateway.server.app import MAX_HOOK_BODY
+from gateway.server.auth import Caller, TokenTable
+from tests.server.conftest import AppFactory
+
+
+def pre_tool_use(command: str, session: str = "s-1", tool_use_id: str = "tu-1") -> dict[str, Any]:
+    return {
+        "hook_event_name": "PreToolUse",
+        "session_id": session,
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": tool_use_id,
+        "cwd": "/tmp",
+        "transcript_path": "/nonexistent.jsonl",
+    }
+
+
+def decision_of(answer: dict[str, Any]) -> str | None:
+    return (answer.get("hookSpecificOutput") or {}).get("permissionDecision")
+
+
+async def test_pre_tool_use_denies_by_policy_and_audits(
+    make_client: AppFactory, policy_file: Path
+) -> None:
+    client, sink = await make_client()
+    resp = await client.post("/hooks/PreToolUse", json=pre_tool_use("rm -rf /tmp/x"))
+    assert resp.status == 200
+    answer = await resp.json()
+    assert decision_of(answer) == "deny"
+    resp = await client.post("/hooks/PreToolUse", json=pre_tool_use("echo hi", tool_use_id="t2"))
+    assert decision_of(await resp.json()) == "allow"
+    audit = policy_file.parent / "gw-home" / "audit.jsonl"
+    assert len(audit.read_text().splitlines()) == 2
+    # a deny has no PostToolUse: its span is emitted at once, with ERROR status
+    (span,) = sink.spans
+    assert span.name == "execute_tool Bash" and span.status.code == "error"
+
+
+async def test_malformed_json_is_400_and_a_deny(make_client: AppFactory) -> None:
+    client, _ = await make_client()
+    resp = await client.post("/hooks/PreToolUse", data=b"{not json")
+    assert resp.status == 400
+    body = await resp.json()
+    assert body["error"].startswith("malformed JSON")
+    assert decision_of(body) == "deny"
+    resp = await client.post("/hooks/PostToolUse", data=b"[1, 2]")
+    assert resp.status == 400 and "hookSpecificOutput" not in await resp.json()
+
+
+async def test_body_limit(make_client: AppFactory) -> None:
+    client, _ = await make_client()
+    big = json.dumps({"tool_name": "Bash", "pad": "x" * (MAX_HOOK_BODY + 10)})
+    resp = await client.post("/hooks/PreToolUse", data=big)
+    assert resp.status == 400
+    assert decision_of(await resp.json()) == "deny"
+
+
+async def test_unknown_and_observed_events_answer_empty(make_client: AppFactory) -> None:
+    client, _ = await make_client()
+    for event in ("Stop", "SessionStart", "SomeFutureEvent"):
+        resp = await client.post(f"/hooks/{event}", json={"session_id": "s"})
+        assert resp.status == 200 and await resp.json() == {}
+    resp = await client.post("/hooks/bad-name!", json={})
+    assert resp.status == 404
+
+
+async def test_auth_required_except_health(make_client: AppFactory) -> None:
+    tokens = TokenTable({"sekret": Caller("default")})
+    client, _ = await make_client(tokens=tokens)
+    assert (await client.get("/healthz")).status == 200
+    assert (await client.get("/readyz")).status == 200
+    resp = await client.post("/hooks/PreToolUse", json=pre_tool_use("echo"))
+    assert resp.status == 401
+    resp = await client.post(
+        "/hooks/PreToolUse", json=pre_tool_use("echo"), headers={"Authorization": "Bearer nope"}
+    )
+    assert resp.status == 401
+    resp = await client.post(
+        "/hooks/PreToolUse", json=pre_tool_use("echo"), headers={"Authorization": "Bearer sekret"}
+    )
+    assert resp.status == 200 and decision_of(await resp.json()) == "allow"
+    assert (await client.post("/v1/messages", data=b"{}")).status == 401
+
+
+async def test_token_adds_policy_layers(make_client: AppFactory, tmp_path: Path) -> None:
+    team = tmp_path / "team.yaml"
+    team.write_text("version: 1\nname: team\npermissions:\n  deny:\n    - Bash(echo secret:*)\n")
+    tokens = TokenTable({"a": Caller("team-a", (str(team),)), "b": Caller("team-b")})
+    client, _ = await make_client(tokens=tokens)
+    call = pre_tool_use("echo secret stuff")
+    resp_a = await client.post(
+        "/hooks/PreToolUse", json=call, headers={"Authorization": "Bearer a"}
+    )
+    resp_b = await client.post(
+        "/hooks/PreToolUse", json=call, headers={"Authorization": "Bearer b"}
+    )
+    assert decision_of(await resp_a.json()) == "deny"
+    assert decision_of(await resp_b.json()) == "allow"
+
+
+async def test_readyz_reports_problems(make_client: AppFactory, policy_file: Path) -> None:
+    client, _ = await make_client()
+    body = await (await client.get("/readyz")).json()
+    assert body == {"ready": True, "problems": []}
+    policy_file.write_text("version: 1\nname: [broken\n")
+    import asyncio
+
+    await asyncio.sleep(0.7)  # the reloader checks every 0.5 s
+    resp = await client.get("/readyz")
+    assert resp.status == 503
+    assert any("reload" in p for p in (await resp.json())["problems"])
+
+
+async def test_run_request_validation(make_client: AppFactory) -> None:
+    client, _ = await make_client()
+    resp = await client.post("/v1/runs", json={"prompt": "hi", "settings": "{}"})
+    assert resp.status == 400
+    assert "settings" in (await resp.json())["error"]
+    resp = await client.post("/v1/runs", json={"prompt": ""})
+    assert resp.status == 400

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gateway.claude_settings import gateway_settings, managed_settings, static_denies
+from gateway.cli import main
+from gateway.policy import load_policy
+from gateway.serve_command import ServeArgs, is_loopback, serve_command
+
+POLICIES = [
+    str(Path(__file__).parents[2] / "policies" / f"{n}.yaml") for n in ("org", "team", "project")
+]
+
+
+def test_handlers_block_on_failure_and_send_the_token() -> None:
+    settings = gateway_settings("http://gw:8787/", static_denies=["Bash(rm:*)"])
+    handler = settings["hooks"]["PreToolUse"][0]["hooks"][0]
+    assert handler["onFailure"] == "block"  # on the handler: the matcher's is ignored
+    assert "onFailure" not in settings["hooks"]["PreToolUse"][0]
+    assert handler["url"] == "http://gw:8787/hooks/PreToolUse"
+    assert handler["headers"]["Authorization"] == "Bearer $AGENT_GATEWAY_TOKEN"
+    assert settings["httpHookAllowedEnvVars"] == ["AGENT_GATEWAY_TOKEN"]
+    assert settings["allowedHttpHookUrls"] == ["http://gw:8787/*"]
+    assert settings["env"]["ANTHROPIC_BASE_URL"] == "http://gw:8787"
+    assert settings["permissions"]["deny"] == ["Bash(rm:*)"]
+
+
+def test_static_denies_mirror_enforced_permission_denies() -> None:
+    denies = static_denies(load_policy(POLICIES))
+    assert "Edit(/migrations/**)" in denies
+    assert len(denies) == len(set(denies))
+
+
+def test_managed_form_disables_bypass() -> None:
+    settings = managed_settings("http://gw")
+    assert settings["permissions"]["disableBypassPermissionsMode"] == "disable"
+
+
+def test_settings_command_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(
+            [
+                "settings",
+                "--url",
+                "http://127.0.0.1:8787",
+                *[arg for p in POLICIES for arg in ("--policy", p)],
+            ]
+        )
+    assert done.value.code == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert "Edit(/migrations/**)" in printed["permissions"]["deny"]
+
+
+def test_serve_refuses_open_address_without_token(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("AGENT_GATEWAY_TOKEN", raising=False)
+    monkeypatch.delenv("AGENT_GATEWAY_TOKENS_FILE", raising=False)
+    assert serve_command(ServeArgs(POLICIES, "0.0.0.0", 0, "http://x")) == 2
+    err = capsys.readouterr().err
+    assert "refusing" in err and len(err.strip().splitlines()) == 1
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and not is_loopback("10.0.0.1")
