@@ -1,4 +1,4 @@
-"""ATTRIBUTES.md lists every attribute name of attributes.py, and only those."""
+"""README.md's attribute table lists every attribute name of attributes.py, and only those."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from gateway.telemetry import attributes as A
 
-DOC = Path(A.__file__).with_name("ATTRIBUTES.md")
+DOC = Path(__file__).resolve().parents[2] / "README.md"
 VALUES = {"invoke_agent", "chat", "execute_tool", "anthropic"}
 
 
@@ -15,6 +15,7 @@ def test_every_attribute_is_documented_once() -> None:
     names = {
         v for k, v in vars(A).items() if k.isupper() and isinstance(v, str) and v not in VALUES
     }
-    rows = re.findall(r"^\| `([^`]+)` \|", DOC.read_text(), flags=re.M)
+    table = DOC.read_text().split("### Span attributes", 1)[1].split("\n### ", 1)[0]
+    rows = re.findall(r"^\| `([^`]+)` \|", table, flags=re.M)
     assert len(rows) == len(set(rows))
     assert set(rows) == names
