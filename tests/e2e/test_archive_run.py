@@ -167,6 +167,24 @@ def test_tampering_breaks_verify(sandbox: Sandbox, scripted: Scripted) -> None:
     victim.unlink()
     missing = gateway_cli(sandbox, "archive", "verify")
     assert missing.returncode != 0 and "FAILED" in missing.stderr
+    victim.write_bytes(original)
+    assert gateway_cli(sandbox, "archive", "verify").returncode == 0
+
+    # Reordering: swap the first two archives' places in the chain.
+    chain = sorted((sandbox.gateway_home / "archive" / "chain").iterdir())
+    first, second = chain[0].read_bytes(), chain[1].read_bytes()
+    chain[0].write_bytes(second)
+    chain[1].write_bytes(first)
+    swapped = gateway_cli(sandbox, "archive", "verify")
+    assert swapped.returncode != 0 and "FAILED" in swapped.stderr
+    chain[0].write_bytes(first)
+    chain[1].write_bytes(second)
+    assert gateway_cli(sandbox, "archive", "verify").returncode == 0
+
+    # Deleting one archive: the middle chain entry goes.
+    chain[1].unlink()
+    deleted = gateway_cli(sandbox, "archive", "verify")
+    assert deleted.returncode != 0 and "FAILED" in deleted.stderr
 
 
 def test_require_archive_blocks_compaction_when_the_store_is_unwritable(
