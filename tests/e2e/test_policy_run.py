@@ -113,3 +113,22 @@ def test_bad_policy_refuses_to_run(sandbox: Sandbox, scripted: Scripted) -> None
     assert f"{bad}:4:" in out.stderr
     assert out.stderr.strip().count("\n") == 0
     assert server.requests == []  # the agent never started
+
+
+def test_policy_limits_cap_the_run(sandbox: Sandbox, scripted: Scripted) -> None:
+    server = scripted({"responses": [bash("echo again >> turns.txt", "any") | {"times": 0}]})
+    policy = write_policy(
+        sandbox, "version: 1\nlimits:\n  max_turns: 1\n  models: [claude-opus-5-5]\n"
+    )
+    out = gateway_run(
+        sandbox, "loop", "--policy", str(policy), "--max-turns", "5", "--allowed-tools", "Bash"
+    )
+
+    assert out.returncode == 1
+    assert out.result["subtype"] == "error_max_turns"
+    assert "--max-turns 5 exceeds the policy limit 1; using 1" in out.stderr
+    assert len(server.requests) == 1
+
+    refused = gateway_run(sandbox, "hi", "--policy", str(policy), "--model", "claude-haiku-5")
+    assert refused.returncode == 2
+    assert "not allowed by policy" in refused.stderr and len(server.requests) == 1
