@@ -2,6 +2,9 @@
 
 Appends take an exclusive fcntl lock, read only the tail of the file for the previous hash,
 and write the line with a single O_APPEND write, so concurrent hook processes keep one chain.
+A long-running process (the service) skips the tail read when the file is exactly as its own
+last append left it. Records reach the OS (page cache) before the caller answers; there is no
+fsync per record.
 """
 
 from __future__ import annotations
@@ -51,16 +54,43 @@ def append_decision(call: ToolCall, decision: Decision, path: Path | None = None
 def append_record(record: Mapping[str, Any], path: Path | None = None) -> dict[str, Any]:
     """Link `record` to the last one in the log and append it; returns the linked record."""
     target = path or audit_path()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    except FileNotFoundError:  # first record, or the directory was removed: create it
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        linked = link(record, _last_hash(fd))
-        line = json.dumps(linked, sort_keys=True, ensure_ascii=False) + "\n"
-        os.write(fd, line.encode())
+        before = os.fstat(fd)
+        key = str(target)
+        known = _TAILS.get(key)
+        # The file as this process left it (same inode, size and mtime): the last hash is
+        # the one it wrote, so the tail need not be read again. Any other writer changes
+        # the size, so the tail is read whenever someone else appended (or edited it).
+        prev = known[1] if known is not None and known[0] == _identity(before) else None
+        linked = link(record, prev if prev is not None else _last_hash(fd))
+        line = (json.dumps(linked, sort_keys=True, ensure_ascii=False) + "\n").encode()
+        written = os.write(fd, line)
+        if written == len(line):
+            _TAILS[key] = (_identity(os.fstat(fd)), str(linked[HASH_KEY]))
+        else:  # a short write (disk full): never trust the cache for this file again
+            _TAILS.pop(key, None)
+            raise OSError(f"short write to {target}: {written} of {len(line)} bytes")
         return linked
+    except BaseException:
+        _TAILS.pop(str(target), None)
+        raise
     finally:
         os.close(fd)  # closing releases the lock
+
+
+_Identity = tuple[int, int, int, int]
+_TAILS: dict[str, tuple[_Identity, str]] = {}
+"""Per audit file: its identity right after this process's last append, and that hash."""
+
+
+def _identity(st: os.stat_result) -> _Identity:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _last_line(fd: int) -> bytes:

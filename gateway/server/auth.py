@@ -132,5 +132,8 @@ def authorization_is_ours(request: web.Request) -> bool:
     return bool(request.get(_GATEWAY_AUTHORIZATION, False))
 
 
+ANONYMOUS = Caller(name="anonymous")
+
+
 def caller_of(request: web.Request) -> Caller:
-    return request.get(_REQUEST_CALLER) or Caller(name="anonymous")
+    return request.get(_REQUEST_CALLER) or ANONYMOUS

@@ -44,14 +44,18 @@ class GatewayService:
         self._tracer = tracer
         self._audit_log = audit_log
         self._engines: dict[tuple[str, ...], Engine] = {}
+        self._by_extra: dict[tuple[str, ...], Engine] = {}
         self._sink_ok = sink_ok
         self.engine_for(Caller(name="server"))  # the server's own policy must load now
 
     def engine_for(self, caller: Caller) -> Engine:
-        layers = (*self._paths, *caller.extra_policies)
-        engine = self._engines.get(layers)
+        engine = self._by_extra.get(caller.extra_policies)  # the common case, no tuple built
         if engine is None:
-            engine = self._engines[layers] = Engine(layers, audit_log=self._audit_log)
+            layers = (*self._paths, *caller.extra_policies)
+            engine = self._engines.get(layers)
+            if engine is None:
+                engine = self._engines[layers] = Engine(layers, audit_log=self._audit_log)
+            self._by_extra[caller.extra_policies] = engine
         return engine
 
     # --- hooks ------------------------------------------------------------------------------

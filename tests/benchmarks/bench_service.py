@@ -5,9 +5,16 @@ open loop of 200 sessions x 2 req/s (400 req/s) p99 <= 10 ms with 0 errors and o
 record per decision; the proxy adds <= 2 ms to time-to-first-byte at p50.
 
 Run: python tests/benchmarks/bench_service.py [--seconds 60] [--single 3000] [--ttfb 300]
-The gateway runs as a real `agent-gateway serve` process (tracing off); the load generator
-runs in this process. Latency under load is measured from each request's scheduled send time
-(no coordinated omission).
+     [--generators 1]
+Needs only the project's own dependencies (aiohttp); nothing else to install.
+
+The gateway runs as a real `agent-gateway serve` process (tracing off). The single-client and
+TTFB figures are taken from this process with aiohttp's client. The open-loop load comes from
+separate generator process(es) (a small asyncio HTTP/1.1 client over keep-alive connections),
+so generating load never runs on, or waits for, an event loop that is also measuring: every
+call has a fixed intended send time, latency is measured from that time (no coordinated
+omission), and how late each send actually left is reported as send_late_*. Gateway and
+generator CPU are reported too: on 2 cores they share the machine.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import random
 import sys
@@ -83,80 +91,298 @@ async def single_client(url: str, count: int) -> dict[str, float]:
     return {"p50_ms": pct(latencies, 50), "p99_ms": pct(latencies, 99), "n": len(latencies)}
 
 
-async def open_loop(
-    url: str, pid: int, seconds: float, sessions: int, interval: float
-) -> dict[str, Any]:
-    latencies: list[float] = []
-    errors: list[str] = []
-    decisions = 0
-    rss: list[tuple[float, float]] = []
-    lags: list[float] = []
-    connector = aiohttp.TCPConnector(limit=sessions)
-    async with aiohttp.ClientSession(connector=connector) as client:
+# --- open-loop load generator -------------------------------------------------------------
+# It runs in its own process(es), so its work never runs on the gateway's event loop and
+# never delays the measurement of its own sends, with a small asyncio HTTP/1.1 client (one
+# keep-alive connection per session, another one opened if a reply is still outstanding
+# when the next call is due). Every call has a fixed intended send time; latency is measured
+# from that time, so a late send or a queued reply counts against the gateway, and how late
+# each send actually left is recorded separately (the generator's own lateness).
 
-        async def one(scheduled: float, session: int, n: int) -> None:
-            nonlocal decisions
-            lags.append((time.perf_counter() - scheduled) * 1e3)
+
+class _Conn(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection; one request in flight at a time."""
+
+    def __init__(self, worker: _Worker, session: int) -> None:
+        self.worker, self.session = worker, session
+        self.transport: asyncio.Transport | None = None
+        self.buf = b""
+        self.scheduled = 0.0
+        self.busy = False
+        self.closed = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def send(self, request: bytes, scheduled: float) -> None:
+        assert self.transport is not None
+        self.busy, self.scheduled, self.buf = True, scheduled, b""
+        self.transport.write(request)
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        head_end = self.buf.find(b"\r\n\r\n")
+        if head_end < 0:
+            return
+        head = self.buf[:head_end].decode("latin-1").split("\r\n")
+        length = -1
+        for line in head[1:]:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value)
+        if length < 0:
+            self._done(f"no Content-Length: {head[0]}", None)
+            return
+        if len(self.buf) - head_end - 4 < length:
+            return
+        body = self.buf[head_end + 4 : head_end + 4 + length]
+        status = head[0].split(" ", 2)[1] if head[0].count(" ") else "?"
+        self._done(None if status == "200" else f"HTTP {status}", body)
+
+    def _done(self, error: str | None, body: bytes | None) -> None:
+        finished = time.monotonic()
+        self.busy, self.buf = False, b""
+        self.worker.finished(self, self.scheduled, finished, error, body)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.busy:
+            self.busy = False
+            self.worker.finished(self, self.scheduled, time.monotonic(), "connection lost", None)
+        self.transport = None
+        idle = self.worker.idle[self.session]
+        if self in idle:  # closed by the server while idle: never reused
+            idle.remove(self)
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+class _Worker:
+    """One generator process's share of the sessions."""
+
+    def __init__(self, host: str, port: int, sessions: list[int]) -> None:
+        self.host, self.port, self.sessions = host, port, sessions
+        self.idle: dict[int, list[_Conn]] = {s: [] for s in sessions}
+        self.latencies: list[float] = []
+        self.lateness: list[float] = []
+        self.errors: list[str] = []
+        self.decisions = 0
+        self.extra_connections = 0
+        self.outstanding = 0
+        self.drained: asyncio.Future[None] | None = None
+
+    async def connect(self, session: int) -> _Conn:
+        loop = asyncio.get_running_loop()
+        _, conn = await loop.create_connection(lambda: _Conn(self, session), self.host, self.port)
+        return conn
+
+    def request(self, session: int, n: int) -> bytes:
+        body = hook_body(session, n)
+        return (
+            b"POST /hooks/PreToolUse HTTP/1.1\r\nHost: %s:%d\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+            % (self.host.encode(), self.port, len(body))
+        ) + body
+
+    def finished(
+        self, conn: _Conn, scheduled: float, done: float, error: str | None, body: bytes | None
+    ) -> None:
+        self.outstanding -= 1
+        if error is None and body is not None:
             try:
-                async with client.post(
-                    f"{url}/hooks/PreToolUse", data=hook_body(session, n)
-                ) as resp:
-                    body = await resp.json()
-                    if resp.status != 200:
-                        errors.append(f"HTTP {resp.status}")
-                        return
-                    if body.get("hookSpecificOutput", {}).get("permissionDecision"):
-                        decisions += 1
-                    elif body == {}:
-                        decisions += 1  # abstain: audited, no opinion for Claude Code
-            except Exception as exc:
-                errors.append(type(exc).__name__)
-                return
-            latencies.append((time.perf_counter() - scheduled) * 1e3)
+                answer = json.loads(body)
+                if answer.get("hookSpecificOutput", {}).get("permissionDecision") or answer == {}:
+                    self.decisions += 1  # {} is an audited abstain
+                else:
+                    error = "no decision in reply"
+            except ValueError:
+                error = "reply is not JSON"
+        if error is None:
+            self.latencies.append((done - scheduled) * 1e3)
+            self.idle[conn.session].append(conn)
+        else:
+            self.errors.append(error)
+            if conn.transport is not None:
+                conn.transport.close()
+        if self.outstanding == 0 and self.drained is not None and not self.drained.done():
+            self.drained.set_result(None)
 
-        async def session_loop(session: int, t0: float) -> None:
-            phase = random.random() * interval
+    async def _send_new(self, session: int, request: bytes, scheduled: float) -> None:
+        try:
+            conn = await self.connect(session)
+        except OSError as exc:
+            self.outstanding -= 1
+            self.errors.append(type(exc).__name__)
+            return
+        self.lateness.append((time.monotonic() - scheduled) * 1e3)
+        conn.send(request, scheduled)
+
+    async def run(self, t0: float, seconds: float, interval: float, seed: int) -> None:
+        rng = random.Random(seed)
+        plan: list[tuple[float, int, int]] = []
+        for s in self.sessions:
+            phase = rng.random() * interval
             n = 0
-            tasks = []
-            while True:
-                scheduled = t0 + phase + n * interval
-                if scheduled - t0 >= seconds:
-                    break
-                delay = scheduled - time.perf_counter()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                tasks.append(asyncio.ensure_future(one(scheduled, session, n)))
+            while phase + n * interval < seconds:
+                plan.append((t0 + phase + n * interval, s, n))
                 n += 1
-            await asyncio.gather(*tasks)
+        plan.sort()
+        requests = [self.request(s, n) for _, s, n in plan]  # built before the clock starts
+        pending: set[asyncio.Task[None]] = set()
+        loop = asyncio.get_running_loop()
+        for (scheduled, session, _), request in zip(plan, requests, strict=True):
+            delay = scheduled - time.monotonic()
+            if delay > 0:
+                # asyncio rounds timer waits up to whole milliseconds: wake early, then yield.
+                await asyncio.sleep(max(0.0, delay - 0.001))
+                while time.monotonic() < scheduled:
+                    await asyncio.sleep(0)
+            self.outstanding += 1
+            idle = self.idle[session]
+            if idle:
+                self.lateness.append((time.monotonic() - scheduled) * 1e3)
+                idle.pop().send(request, scheduled)
+            else:  # the previous reply is still outstanding: a second connection
+                self.extra_connections += 1
+                task = loop.create_task(self._send_new(session, request, scheduled))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+        if self.outstanding:
+            self.drained = loop.create_future()
+            try:
+                await asyncio.wait_for(self.drained, timeout=30)
+            except TimeoutError:
+                self.errors.extend(["no reply within 30 s"] * self.outstanding)
 
-        async def sample_rss(t0: float) -> None:
-            while time.perf_counter() - t0 < seconds:
-                rss.append((round(time.perf_counter() - t0, 1), round(rss_mb(pid), 1)))
-                await asyncio.sleep(max(1.0, seconds / 12))
+    def close(self) -> None:
+        for conns in self.idle.values():
+            for conn in conns:
+                if conn.transport is not None:
+                    conn.transport.close()
 
-        # Warm-up, not measured: open one keep-alive connection per session.
-        hook = f"{url}/hooks/PreToolUse"
-        warm = [client.post(hook, data=hook_body(s, 0)) for s in range(sessions)]
-        for resp in await asyncio.gather(*warm):
-            await resp.read()
-            resp.release()
-        t0 = time.perf_counter()
-        sampler = asyncio.ensure_future(sample_rss(t0))
-        await asyncio.gather(*(session_loop(s, t0) for s in range(sessions)))
-        await sampler
-        rss.append((round(time.perf_counter() - t0, 1), round(rss_mb(pid), 1)))
+
+def _generator_process(
+    host: str,
+    port: int,
+    sessions: list[int],
+    seconds: float,
+    interval: float,
+    seed: int,
+    conn: Any,
+) -> None:
+    """Entry point of a generator process: warm up, report ready, wait for t0, run, report."""
+
+    async def main() -> dict[str, Any]:
+        worker = _Worker(host, port, sessions)
+        for s in sessions:  # warm-up (not measured): one keep-alive connection per session
+            c = await worker.connect(s)
+            worker.outstanding += 1
+            c.send(worker.request(s, 0), time.monotonic())
+        while worker.outstanding:
+            await asyncio.sleep(0.01)
+        warm_errors = len(worker.errors)
+        worker.latencies.clear()
+        worker.lateness.clear()
+        worker.decisions = 0
+        conn.send("ready")
+        t0 = float(await asyncio.get_running_loop().run_in_executor(None, conn.recv))
+        cpu0 = time.process_time()
+        await worker.run(t0, seconds, interval, seed)
+        cpu = time.process_time() - cpu0
+        worker.close()
+        return {
+            "latencies": worker.latencies,
+            "lateness": worker.lateness,
+            "errors": worker.errors,
+            "warm_errors": warm_errors,
+            "decisions": worker.decisions,
+            "extra_connections": worker.extra_connections,
+            "cpu_s": cpu,
+        }
+
+    conn.send(asyncio.run(main()))
+
+
+def proc_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_cpu_s() -> tuple[float, float]:
+    """(busy, steal) CPU seconds of the whole machine so far, all cores together."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    tick = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / tick, steal / tick
+
+
+def open_loop(
+    url: str, pid: int, seconds: float, sessions: int, interval: float, workers: int
+) -> dict[str, Any]:
+    """Run the generator processes against `url`; gateway RSS and CPU sampled meanwhile."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    ctx = multiprocessing.get_context("spawn")
+    pipes, procs = [], []
+    for w in range(workers):
+        parent, child = ctx.Pipe()
+        share = list(range(w, sessions, workers))
+        proc = ctx.Process(
+            target=_generator_process,
+            args=(host, int(port), share, seconds, interval, 1000 + w, child),
+            daemon=True,
+        )
+        proc.start()
+        pipes.append(parent)
+        procs.append(proc)
+    for p in pipes:
+        if not p.poll(60) or p.recv() != "ready":
+            raise RuntimeError("load generator did not start")
+    t0 = time.monotonic() + 0.5
+    for p in pipes:
+        p.send(t0)
+    cpu0 = proc_cpu_s(pid)
+    busy0, steal0 = machine_cpu_s()
+    rss: list[tuple[float, float]] = []
+    step = max(1.0, seconds / 12)
+    while time.monotonic() < t0:
+        time.sleep(0.01)
+    while (elapsed := time.monotonic() - t0) < seconds:
+        rss.append((round(elapsed, 1), round(rss_mb(pid), 1)))
+        time.sleep(min(step, max(0.0, seconds - elapsed)))
+    rss.append((round(time.monotonic() - t0, 1), round(rss_mb(pid), 1)))
+    server_cpu = proc_cpu_s(pid) - cpu0
+    busy1, steal1 = machine_cpu_s()
+    results = [p.recv() for p in pipes]
+    for proc in procs:
+        proc.join(10)
+    latencies = [x for r in results for x in r["latencies"]]
+    lateness = [x for r in results for x in r["lateness"]]
+    errors = [x for r in results for x in r["errors"]]
     sent = len(latencies) + len(errors)
+    generator_cpu = sum(r["cpu_s"] for r in results)
     return {
         "requests": sent,
         "rate_per_s": round(sent / seconds, 1),
+        "generator_processes": workers,
         "p50_ms": round(pct(latencies, 50), 3),
         "p99_ms": round(pct(latencies, 99), 3),
+        "p999_ms": round(pct(latencies, 99.9), 3),
         "max_ms": round(max(latencies, default=float("nan")), 3),
-        "client_send_lag_p50_ms": round(pct(lags, 50), 3),
-        "client_send_lag_p99_ms": round(pct(lags, 99), 3),
+        "send_late_p50_ms": round(pct(lateness, 50), 3),
+        "send_late_p99_ms": round(pct(lateness, 99), 3),
+        "send_late_max_ms": round(max(lateness, default=float("nan")), 3),
+        "sends_late_over_1ms": sum(1 for x in lateness if x > 1),
+        "extra_connections": sum(r["extra_connections"] for r in results),
         "errors": len(errors),
         "error_kinds": sorted(set(errors)),
-        "decisions": decisions,
+        "warm_up_errors": sum(r["warm_errors"] for r in results),
+        "decisions": sum(r["decisions"] for r in results),
+        "gateway_cpu_pct": round(server_cpu / seconds * 100, 1),
+        "generator_cpu_pct": round(generator_cpu / seconds * 100, 1),
+        # Everything else on the machine meanwhile (100% = one core): other processes here
+        # compete for the same 2 cores and show up in the tail.
+        "other_cpu_pct": round((busy1 - busy0 - server_cpu - generator_cpu) / seconds * 100, 1),
+        "steal_pct": round((steal1 - steal0) / seconds * 100, 1),
         "rss_mb_over_time": rss,
     }
 
@@ -203,6 +429,7 @@ def main() -> int:
     parser.add_argument(
         "--interval", type=float, default=0.5, help="seconds between a session's calls"
     )
+    parser.add_argument("--generators", type=int, default=1, help="load generator processes")
     parser.add_argument("--single", type=int, default=3000, help="single-client requests")
     parser.add_argument("--ttfb", type=int, default=300, help="proxy TTFB samples")
     args = parser.parse_args()
@@ -221,8 +448,13 @@ def main() -> int:
                 audit = home / "audit.jsonl"
                 single = asyncio.run(single_client(gw.url, args.single))
                 before = count_lines(audit)
-                load = asyncio.run(
-                    open_loop(gw.url, gw.proc.pid, args.seconds, args.sessions, args.interval)
+                load = open_loop(
+                    gw.url,
+                    gw.proc.pid,
+                    args.seconds,
+                    args.sessions,
+                    args.interval,
+                    args.generators,
                 )
                 load["audit_records"] = count_lines(audit) - before - args.sessions  # minus warm-up
                 proxy = asyncio.run(ttfb(upstream.url, gw.url, args.ttfb))

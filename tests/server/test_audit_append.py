@@ -1,0 +1,61 @@
+"""The service's audit appends skip re-reading the tail only while the file is as it left it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gateway.audit.log import append_record, verify
+from gateway.hashchain import GENESIS
+
+
+def _records(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_chain_holds_when_another_process_appends_between(tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    append_record({"n": 1}, log)
+    script = "import sys; from pathlib import Path; from gateway.audit.log import append_record;"
+    script += " append_record({'n': 2}, Path(sys.argv[1]))"
+    root = str(Path(__file__).parents[2])
+    subprocess.run(
+        [sys.executable, "-c", script, str(log)],
+        check=True,
+        env={**os.environ, "PYTHONPATH": root},
+    )
+    append_record({"n": 3}, log)
+    records = _records(log)
+    assert [r["n"] for r in records] == [1, 2, 3]
+    assert records[2]["prev_hash"] == records[1]["hash"]
+    assert verify(log) is None
+
+
+def test_replaced_file_starts_a_new_chain(tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    append_record({"n": 1}, log)
+    log.rename(tmp_path / "audit.1.jsonl")  # rotated away
+    append_record({"n": 2}, log)
+    assert _records(log)[0]["prev_hash"] == GENESIS
+    assert verify(log) is None
+
+
+def test_edited_tail_is_read_again(tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    append_record({"n": 1}, log)
+    with log.open("a") as handle:  # someone appended a line by hand
+        handle.write(json.dumps({"n": 2, "hash": "f" * 64}) + "\n")
+    linked = append_record({"n": 3}, log)
+    assert linked["prev_hash"] == "f" * 64
+
+
+def test_removed_directory_is_created_again(tmp_path: Path) -> None:
+    log = tmp_path / "state" / "audit.jsonl"
+    append_record({"n": 1}, log)
+    log.unlink()
+    log.parent.rmdir()
+    append_record({"n": 2}, log)
+    assert _records(log)[0]["prev_hash"] == GENESIS
