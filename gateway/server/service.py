@@ -16,8 +16,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gateway.engine import Engine
+from gateway.engine import Engine, deny
+from gateway.errors import GatewayError
 from gateway.hookio.parse import parse_pre_tool_use
+from gateway.hookio.render import render_pre_tool_use
 from gateway.policy import decide
 from gateway.server.auth import Caller
 from gateway.server.runs import parse_run_request, stream_run_lines
@@ -60,32 +62,38 @@ class GatewayService:
 
     # --- hooks ------------------------------------------------------------------------------
     async def hook(self, event: str, body: Mapping[str, Any], caller: Caller) -> HookAnswer:
+        try:
+            engine = self.engine_for(caller)
+        except GatewayError as exc:
+            # The caller's layers do not load: nothing can be decided, so nothing may pass.
+            log.error("policy for caller %s does not load: %s", caller.name, exc)
+            return _cannot_decide(event, f"agent-gateway cannot load this caller's policy: {exc}")
         if event == "PreToolUse":
-            return self._pre_tool_use(body, caller)
+            return self._pre_tool_use(body, engine)
         if event in ("PostToolUse", "PostToolUseFailure"):
-            self._post_tool_use(body, caller, failed=event == "PostToolUseFailure")
+            self._post_tool_use(body, engine, failed=event == "PostToolUseFailure")
             return {}
         if event == "PreCompact":
-            return await self._pre_compact(body, caller)
+            return await self._pre_compact(body, engine)
         if event == "SessionEnd" and self._tracer is not None:
             self._traced(self._tracer.on_session_end, body)
         return {}  # observed events (and unknown ones): no opinion
 
-    def _pre_tool_use(self, body: Mapping[str, Any], caller: Caller) -> HookAnswer:
-        _, decision, answer = self.engine_for(caller).pre_tool_use(body)
+    def _pre_tool_use(self, body: Mapping[str, Any], engine: Engine) -> HookAnswer:
+        _, decision, answer = engine.pre_tool_use(body)
         if decision.kind == "deny" and self._tracer is not None:
             self._traced(self._tracer.on_tool_denied, body, decision)
         return answer
 
-    def _post_tool_use(self, body: Mapping[str, Any], caller: Caller, *, failed: bool) -> None:
+    def _post_tool_use(self, body: Mapping[str, Any], engine: Engine, *, failed: bool) -> None:
         if self._tracer is None:
             return
-        decision = self._recompute(body, caller)
+        decision = self._recompute(body, engine)
         self._traced(self._tracer.on_tool_end, body, decision, failed)
 
-    def _recompute(self, body: Mapping[str, Any], caller: Caller) -> Decision | None:
+    def _recompute(self, body: Mapping[str, Any], engine: Engine) -> Decision | None:
         """The PreToolUse decision again, with the same pure function on the same policy."""
-        policy = self.engine_for(caller).policy
+        policy = engine.policy
         if policy is None:
             return None
         try:
@@ -94,9 +102,8 @@ class GatewayService:
         except Exception:  # a span attribute is not worth a failed hook
             return None
 
-    async def _pre_compact(self, body: Mapping[str, Any], caller: Caller) -> HookAnswer:
+    async def _pre_compact(self, body: Mapping[str, Any], engine: Engine) -> HookAnswer:
         started = time.time_ns()
-        engine = self.engine_for(caller)
         # Archiving reads and writes the whole transcript: keep it off the event loop.
         outcome, answer = await asyncio.to_thread(engine.pre_compact, body)
         if self._tracer is not None:
@@ -137,6 +144,16 @@ class GatewayService:
 
     def stream_run(self, run: Any) -> AsyncIterator[bytes]:
         return stream_run_lines(run)
+
+
+def _cannot_decide(event: str, reason: str) -> HookAnswer:
+    reason = " ".join(reason.split())
+    if event == "PreToolUse":
+        return dict(render_pre_tool_use(deny(reason)))
+    if event == "PreCompact":
+        # Whether an archive is required is unknown: compaction must wait.
+        return {"decision": "block", "reason": reason}
+    return {}
 
 
 def _store_problem(engine: Engine) -> str:

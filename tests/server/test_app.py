@@ -126,3 +126,27 @@ async def test_run_request_validation(make_client: AppFactory) -> None:
     assert "settings" in (await resp.json())["error"]
     resp = await client.post("/v1/runs", json={"prompt": ""})
     assert resp.status == 400
+
+
+async def test_a_caller_whose_layers_do_not_load_is_denied(
+    make_client: AppFactory, tmp_path: Path
+) -> None:
+    broken = tmp_path / "team-broken.yaml"
+    broken.write_text("version: 1\npermissions:\n  deny:\n    - Bash(rm:*\n")
+    tokens = TokenTable({"broken": Caller("team-broken", (str(broken),))})
+    client, _ = await make_client(tokens=tokens)
+    auth = {"Authorization": "Bearer broken"}
+
+    tool = await client.post("/hooks/PreToolUse", json=pre_tool_use("ls"), headers=auth)
+    answer = await tool.json()
+    assert tool.status == 200 and decision_of(answer) == "deny"
+    assert f"{broken}:4:" in answer["hookSpecificOutput"]["permissionDecisionReason"]
+
+    compact = {
+        "hook_event_name": "PreCompact",
+        "session_id": "s",
+        "transcript_path": "/x",
+        "trigger": "manual",
+    }
+    blocked = await (await client.post("/hooks/PreCompact", json=compact, headers=auth)).json()
+    assert blocked["decision"] == "block"
