@@ -22,8 +22,9 @@ from gateway.hook_compact import (
     run_pre_compact_hook,
 )
 from tests.archive.conftest import Session
+from tests.fixtures import CLAUDE_CODE_RECORDINGS
 
-REFERENCE = Path("/work/shared/reference/claude-code-2.1.332/hook-inputs.jsonl")
+REFERENCE = CLAUDE_CODE_RECORDINGS / "hook-inputs.jsonl"
 
 
 @pytest.fixture

@@ -1,15 +1,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from gateway.errors import HookInputError
 from gateway.hookio import parse_pre_tool_use, render_pre_tool_use
 from gateway.types import Decision
+from tests.fixtures import CLAUDE_CODE_RECORDINGS
 
-RECORDED = Path("/work/shared/reference/claude-code-2.1.332/hook-inputs.jsonl")
+RECORDED = CLAUDE_CODE_RECORDINGS / "hook-inputs.jsonl"
 REAL_INPUT = (
     '{"session_id": "15c9d9c3", "transcript_path": "/home/dev/.claude/projects/x.jsonl", '
     '"cwd": "/srv/project", "prompt_id": "0d57", "permission_mode": "default", '
@@ -28,7 +28,6 @@ def test_parse_real_hook_input() -> None:
     assert call.permission_mode == "default"
 
 
-@pytest.mark.skipif(not RECORDED.exists(), reason="recorded reference not available")
 def test_parse_recorded_file() -> None:
     first = RECORDED.read_text().splitlines()[0]
     assert parse_pre_tool_use(first).tool_name == "Bash"

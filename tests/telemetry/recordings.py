@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from gateway.telemetry.ids import DeterministicIds
 from gateway.telemetry.model import SpanSpec
 from gateway.telemetry.spans import TraceBuilder
+from tests.fixtures import CLAUDE_CODE_RECORDINGS
 
-REFERENCE = Path("/work/shared/reference/claude-code-2.1.332")
+REFERENCE = CLAUDE_CODE_RECORDINGS
 T0 = 1_700_000_000_000_000_000
 STEP = 10_000_000  # 10 ms between recorded lines
 
