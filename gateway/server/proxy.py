@@ -84,7 +84,7 @@ class Proxy:
             session_id=request.headers.get(SESSION_HEADER, ""),
             agent_id=request.headers.get("x-claude-code-agent-id", ""),
             path=request.path,
-            request_model=_request_model(body),
+            request_model="",
             status=0,
             retry_count=_int(request.headers.get("X-Stainless-Retry-Count")),
             started_ns=started,
@@ -115,6 +115,8 @@ class Proxy:
         finally:
             exchange.ended_ns = time.time_ns()
             if self.sink is not None and request.path == "/v1/messages":
+                # Parsed after the response, off the time-to-first-byte path.
+                exchange.request_model = _request_model(body)
                 try:
                     self.sink(exchange)
                 except Exception:  # tracing must never break the proxied call
@@ -158,13 +160,8 @@ def _json_object(data: bytes) -> dict[str, Any] | None:
 
 
 def _request_model(body: bytes) -> str:
-    # Only the model name is needed; a full parse of a large request is avoided.
-    marker = body.find(b'"model"')
-    if marker < 0:
-        return ""
-    start = body.find(b'"', body.find(b":", marker) + 1)
-    end = body.find(b'"', start + 1)
-    return body[start + 1 : end].decode(errors="replace") if 0 <= start < end else ""
+    model = (_json_object(body) or {}).get("model")
+    return model if isinstance(model, str) else ""
 
 
 def _int(value: str | None) -> int:
