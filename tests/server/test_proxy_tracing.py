@@ -49,6 +49,7 @@ async def test_stream_passes_through_and_taps_a_chat_span(
     assert attrs[A.CHAT_RETRY_COUNT] == 2
     assert attrs[A.HTTP_RESPONSE_STATUS_CODE] == 200
     assert attrs[A.GEN_AI_RESPONSE_FINISH_REASONS] == ("end_turn",)
+    assert attrs[A.GEN_AI_REQUEST_MODEL] == REQUEST["model"]
     assert A.CHAT_TTFT_MS in attrs
     root = root_ref("sess-1")
     assert (span.trace_id, span.parent_span_id) == (root.trace_id, root.span_id)
