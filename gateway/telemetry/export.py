@@ -258,8 +258,8 @@ class SpanSink:
         return self.settings.span_file if self.settings else None
 
     def export(self, specs: Iterable[SpanSpec]) -> None:
-        if self._closed:
-            return
+        if self._closed or not self._processors:
+            return  # OTEL_TRACES_EXPORTER=none: nothing to convert the specs for
         for spec in specs:
             span = to_readable(spec, self._resource)
             for processor in self._processors:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -64,25 +66,63 @@ def spec_from_record(record: dict[str, Any]) -> SpanSpec:
 
 
 class SpanFileExporter(SpanExporter):
-    """Appends one JSON line per span; a write error drops the batch, never raises."""
+    """Appends one JSON line per span; a write error drops the batch, never raises.
+
+    The file stays open between exports (O_APPEND, one write per batch), so a span costs a
+    write, not a mkdir, open and close: the exporter runs synchronously on the run's event
+    loop, once per finished span. A file removed or replaced meanwhile is reopened.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._identity: tuple[int, int] | None = None
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        lines = "".join(json.dumps(span_record(s), default=str) + "\n" for s in spans)
+        data = "".join(json.dumps(span_record(s), default=str) + "\n" for s in spans).encode()
         try:
             with self._lock:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with self.path.open("a", encoding="utf-8") as handle:
-                    handle.write(lines)
+                fd = self._open()
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
         except OSError:
+            self._close()
             return SpanExportResult.FAILURE
         return SpanExportResult.SUCCESS
 
+    def _open(self) -> int:
+        """The open file, reopened when the path no longer names it (removed, rotated)."""
+        if self._fd is not None:
+            try:
+                st = os.stat(self.path)
+                if (st.st_dev, st.st_ino) == self._identity:
+                    return self._fd
+            except FileNotFoundError:
+                pass
+            self._close_locked()
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        except FileNotFoundError:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        st = os.fstat(fd)
+        self._fd, self._identity = fd, (st.st_dev, st.st_ino)
+        return fd
+
+    def _close_locked(self) -> None:
+        fd, self._fd, self._identity = self._fd, None, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def _close(self) -> None:
+        with self._lock:
+            self._close_locked()
+
     def shutdown(self) -> None:
-        return None
+        self._close()
 
 
 def read_span_file(path: Path) -> Iterator[SpanSpec]:
