@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
-from claude_agent_sdk import ClaudeAgentOptions, Message, StreamEvent
+from claude_agent_sdk import ClaudeAgentOptions, Message, StreamEvent, Transport
 from claude_agent_sdk import query as sdk_query
-from claude_agent_sdk._internal.transport import Transport
+
+# Not re-exported by the SDK: the gateway wraps the SDK's own subprocess transport, so the CLI
+# flags still come from ClaudeAgentOptions, and taps the raw JSON before the SDK parses it.
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
 from gateway.attachments import Attachments, compose_options
