@@ -7,7 +7,6 @@ Never raises on bad input: whatever cannot be decided is denied, with the reason
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,7 +21,7 @@ from gateway.hook_compact import (
     parse_compact_request,
     render_pre_compact,
 )
-from gateway.hookio.parse import parse_pre_tool_use
+from gateway.hookio.parse import tool_call_from_input
 from gateway.hookio.render import render_pre_tool_use
 from gateway.policy import Policy, decide
 from gateway.policy.reload import PolicyHolder
@@ -67,7 +66,7 @@ class Engine:
     ) -> tuple[ToolCall | None, Decision, dict[str, Any]]:
         """Decide, audit, render. A failure anywhere yields a deny with its reason."""
         try:
-            call = parse_pre_tool_use(json.dumps(dict(raw)))
+            call = tool_call_from_input(dict(raw))
         except (HookInputError, TypeError, ValueError) as exc:
             decision = deny(f"agent-gateway could not read the hook input: {_line(exc)}")
             return None, decision, dict(render_pre_tool_use(decision))

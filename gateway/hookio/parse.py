@@ -17,6 +17,11 @@ def parse_pre_tool_use(raw: bytes | str) -> ToolCall:
         data: Any = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise HookInputError(f"hook input is not JSON: {exc}") from None
+    return tool_call_from_input(data)
+
+
+def tool_call_from_input(data: Any) -> ToolCall:
+    """The same checks on an already-decoded hook input (SDK callbacks, HTTP bodies)."""
     if not isinstance(data, dict):
         raise HookInputError("hook input must be a JSON object")
     event = data.get("hook_event_name", "PreToolUse")

@@ -7,7 +7,6 @@ and a newer Claude Code adding an event must not break sessions pointed at this 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import tempfile
@@ -18,7 +17,7 @@ from typing import Any
 
 from gateway.engine import Engine, deny
 from gateway.errors import GatewayError
-from gateway.hookio.parse import parse_pre_tool_use
+from gateway.hookio.parse import tool_call_from_input
 from gateway.hookio.render import render_pre_tool_use
 from gateway.policy import decide
 from gateway.server.auth import Caller
@@ -97,7 +96,7 @@ class GatewayService:
         if policy is None:
             return None
         try:
-            call = parse_pre_tool_use(json.dumps({**body, "hook_event_name": "PreToolUse"}))
+            call = tool_call_from_input({**body, "hook_event_name": "PreToolUse"})
             return decide(policy, call)
         except Exception:  # a span attribute is not worth a failed hook
             return None
