@@ -1,16 +1,26 @@
 """Tracing for one `agent-gateway run`: the message tap and hook events into TraceBuilder,
-finished spans out to the configured sink."""
+finished spans out to the configured sink; at the end, the subagent transcripts' final usage."""
 
 from __future__ import annotations
 
+import logging
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from gateway.settings import gateway_home, otel_env
 from gateway.telemetry import ContentPolicy, TraceBuilder, traceparent_for
 from gateway.telemetry.export import SpanSink, export_settings, install_exit_flush, open_span_sink
+from gateway.telemetry.subagents import (
+    TRANSCRIPT_GLOB,
+    FinalUsage,
+    final_usage_by_message_id,
+    subagents_dir,
+)
 from gateway.types import Decision
+
+log = logging.getLogger("gateway.telemetry")
 
 
 class RunTracer:
@@ -25,6 +35,7 @@ class RunTracer:
             content=ContentPolicy(capture=settings.capture_content),
             prompt=prompt,
         )
+        self._transcript_path = ""
         self._closed = False
 
     def child_env(self) -> dict[str, str]:
@@ -39,6 +50,11 @@ class RunTracer:
             self._builder.on_pre_tool_use(tool_use_id, tool_name, decision, time.time_ns())
         )
 
+    def transcript(self, path: str | None) -> None:
+        """The session's transcript_path, as a hook input carried it (the first one wins)."""
+        if path and not self._transcript_path:
+            self._transcript_path = str(path)
+
     def compacted(self, archive_id: str | None, error: str | None, trigger: str | None) -> None:
         self._sink.export(
             self._builder.on_compact_archived(archive_id, error, time.time_ns(), trigger=trigger)
@@ -48,6 +64,30 @@ class RunTracer:
         if self._closed:
             return
         self._closed = True
+        final = read_subagent_usage(self._transcript_path)
+        if final:
+            self._sink.export(self._builder.complete_from_transcripts(final))
         self._sink.export(self._builder.finish(time.time_ns()))
         self._sink.shutdown()
         self._uninstall()
+
+
+def read_subagent_usage(transcript_path: str) -> dict[str, FinalUsage]:
+    """Final usage per message.id from `<transcript dir>/subagents/agent-*.jsonl` (only
+    those files). Unreadable files are skipped with a warning: tracing never fails a run."""
+    if not transcript_path:
+        return {}
+    directory = Path(subagents_dir(transcript_path))
+    try:
+        paths = sorted(directory.glob(TRANSCRIPT_GLOB))
+    except OSError as exc:
+        log.warning("subagent transcripts in %s not readable: %s", directory, exc)
+        return {}
+    found: dict[str, FinalUsage] = {}
+    for path in paths:
+        try:
+            with path.open("rb") as lines:
+                found.update(final_usage_by_message_id(lines))
+        except OSError as exc:
+            log.warning("subagent transcript %s not readable: %s", path, exc)
+    return found

@@ -42,6 +42,7 @@ def attach_hooks(attachments: Attachments, engine: Engine, tracer: RunTracer) ->
         data: HookInput, tool_use_id: str | None, _ctx: HookContext
     ) -> HookJSONOutput:
         call, decision, output = engine.pre_tool_use(dict(data))
+        tracer.transcript(str(data.get("transcript_path") or ""))
         tracer.pre_tool_use(
             call.tool_use_id if call else str(tool_use_id or ""),
             call.tool_name if call else str(data.get("tool_name", "")),
@@ -53,6 +54,7 @@ def attach_hooks(attachments: Attachments, engine: Engine, tracer: RunTracer) ->
         data: HookInput, _tool_use_id: str | None, _ctx: HookContext
     ) -> HookJSONOutput:
         # Archiving waits for the transcript to settle: keep the event loop free meanwhile.
+        tracer.transcript(str(data.get("transcript_path") or ""))
         outcome, output = await asyncio.to_thread(engine.pre_compact, dict(data))
         if outcome.blocked:
             # Claude Code reports a blocking SDK callback only as "[callback]"; a system

@@ -1,8 +1,8 @@
 """Every span attribute name the gateway emits, once.
 
 GenAI names follow the OpenTelemetry GenAI semantic conventions (latest experimental);
-the gateway's own attributes live under the `agent_gateway.` namespace. ATTRIBUTES.md in
-this directory is the table of all of them; a test keeps the two in step.
+the gateway's own attributes live under the `agent_gateway.` namespace. README.md's
+"Span attributes" table lists all of them; a test keeps the two in step.
 """
 
 from __future__ import annotations
@@ -81,8 +81,10 @@ TOOL_SPLIT_COST_USD: Final = "agent_gateway.tool.split_cost_usd"
 # --- agent_gateway: chat -----------------------------------------------------------------------
 CHAT_TTFT_MS: Final = "agent_gateway.chat.ttft_ms"
 CHAT_USAGE_SOURCE: Final = "agent_gateway.chat.usage_source"
-"""`stream` (message_start + message_delta: exact) or `assistant_message` (no partial stream:
-message_start's usage, so output tokens and finish reason are not recorded)."""
+"""`stream` (message_start + message_delta: exact), `transcript` (a subagent's response, which
+the partial stream never carries: the final usage and stop_reason from its transcript, exact)
+or `assistant_message` (no partial stream: message_start's usage, so output tokens and finish
+reason are not recorded)."""
 CHAT_CACHE_CREATION_5M_INPUT_TOKENS: Final = "agent_gateway.chat.cache_creation_5m_input_tokens"
 CHAT_CACHE_CREATION_1H_INPUT_TOKENS: Final = "agent_gateway.chat.cache_creation_1h_input_tokens"
 CHAT_RETRY_COUNT: Final = "agent_gateway.chat.retry_count"

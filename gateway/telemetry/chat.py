@@ -59,6 +59,8 @@ class ChatAccumulator:
     saw_stop: bool = False
     error_type: str = ""
     error_message: str = ""
+    final_usage: Usage | None = None
+    final_source: str = ""
     texts: list[str] = field(default_factory=list)
     tool_uses: list[ToolUseBlock] = field(default_factory=list)
     _blocks: dict[int, ToolUseBlock | list[str]] = field(default_factory=dict)
@@ -113,14 +115,32 @@ class ChatAccumulator:
                     )
                 )
 
+    def apply_final(self, usage: Usage, stop_reason: str | None, *, source: str) -> None:
+        """The response's final usage and stop reason from outside the stream (`source` names
+        where: e.g. `transcript`). It replaces the placeholder an `assistant` line carried."""
+        self.final_usage = usage
+        if stop_reason:
+            self.stop_reason = stop_reason
+        self.final_source = source
+
     @property
     def usage(self) -> Usage:
+        if self.final_usage is not None and not self.saw_delta:
+            return self.final_usage
         return usage_from_api(self.usage_raw)
 
     @property
     def exact(self) -> bool:
-        """True when the final usage came from message_delta (not message_start's placeholder)."""
-        return self.saw_delta
+        """True when the final usage is known: from message_delta (not message_start's
+        placeholder), or handed over by `apply_final`."""
+        return self.saw_delta or self.final_usage is not None
+
+    @property
+    def usage_source(self) -> str:
+        """`stream`, `apply_final`'s source, or `assistant_message` (placeholder usage)."""
+        if self.saw_delta:
+            return "stream"
+        return self.final_source if self.final_usage is not None else "assistant_message"
 
     def _merge_usage(self, raw: Any) -> None:
         if isinstance(raw, Mapping):
@@ -166,7 +186,7 @@ def chat_attributes(
         A.GEN_AI_USAGE_INPUT_TOKENS: usage.total_input_tokens,
         A.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: usage.cache_read_input_tokens,
         A.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: usage.cache_creation_input_tokens,
-        A.CHAT_USAGE_SOURCE: "stream" if acc.exact else "assistant_message",
+        A.CHAT_USAGE_SOURCE: acc.usage_source,
     }
     if conversation_id:
         attrs[A.GEN_AI_CONVERSATION_ID] = conversation_id

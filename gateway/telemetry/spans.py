@@ -11,6 +11,11 @@ Span tree:
         execute_tool {tool}                     (PreToolUse -> PostToolUse / tool_result)
           turn                                  (a subagent's turns, under its Task/Agent tool)
       compaction                                (status: compacting -> compact_boundary)
+
+A subagent's responses never reach the partial stream (Claude Code 2.1.332), so its chats know
+only the placeholder usage of the `assistant` lines. Such a chat is held, with its turn and
+tools, until `complete_from_transcripts` hands over the final usage its transcript recorded, or
+until `finish`, which emits whatever is still held as it is (unpriced).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from gateway.telemetry.ids import IdSource, RandomIds, parse_traceparent
 from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec, SpanStatus
 from gateway.telemetry.pricing import PriceTable, load_price_table
 from gateway.telemetry.result import result_attributes, result_status
+from gateway.telemetry.subagents import TRANSCRIPT_SOURCE, FinalUsage
 from gateway.telemetry.tools import ToolCallState, tool_attributes, tool_status
 from gateway.types import Decision
 
@@ -45,6 +51,7 @@ class _Chat:
     end_ns: int
     ttft_ms: float | None = None
     cost: float | None = None
+    held: bool = False
     emitted: bool = False
 
 
@@ -104,6 +111,7 @@ class TraceBuilder:
         self._compaction: Compaction | None = None
         self._compactions = 0
         self._pending_archive: tuple[str | None, str | None, str | None] | None = None
+        self._final_usage: dict[str, FinalUsage] = {}
         self._finished = False
 
     @classmethod
@@ -182,6 +190,19 @@ class TraceBuilder:
             self._pending_archive = (archive_id, error, trigger)
         return []
 
+    def complete_from_transcripts(self, final_usage: Mapping[str, FinalUsage]) -> list[SpanSpec]:
+        """Final usage and stop_reason per message.id, read from subagent transcripts (see
+        `gateway.telemetry.subagents`): the held subagent chats they complete are priced like
+        streamed ones and emitted, with their tools and turns when those are done too."""
+        if self._finished:
+            return []
+        self._final_usage.update(final_usage)
+        out: list[SpanSpec] = []
+        for message_id, chat in list(self._chats.items()):
+            if chat.held and not chat.emitted and message_id in final_usage:
+                self._emit_chat(chat, out, chat.end_ns)
+        return out
+
     def finish(self, at_ns: int) -> list[SpanSpec]:
         """The stream ended: close everything still open (marked incomplete), root last."""
         if self._finished:
@@ -190,7 +211,8 @@ class TraceBuilder:
         out: list[SpanSpec] = []
         for chat in list(self._chats.values()):
             if not chat.emitted:
-                self._emit_chat(chat, out, at_ns if chat.acc.saw_start else chat.end_ns)
+                ended = chat.acc.saw_start and not chat.held
+                self._emit_chat(chat, out, at_ns if ended else chat.end_ns)
         for tool in list(self._tools.values()):
             if not tool.emitted:
                 if tool.end_ns is None:
@@ -452,9 +474,17 @@ class TraceBuilder:
     def _emit_chat(self, chat: _Chat, out: list[SpanSpec], end_ns: int) -> None:
         if chat.emitted:
             return
-        chat.emitted = True
         chat.end_ns = end_ns
         turn = self._turn_of_chat[chat.acc.message_id]
+        if not chat.acc.exact:
+            final = self._final_usage.get(chat.acc.message_id)
+            if final is not None:
+                chat.acc.apply_final(final.usage, final.stop_reason, source=TRANSCRIPT_SOURCE)
+            elif turn.context != MAIN and not self._finished:
+                chat.held = True  # a subagent's final usage comes from its transcript
+                return
+        chat.held = False
+        chat.emitted = True
         request_model = self._model if turn.context == MAIN else ""
         attrs, chat.cost = chat_attributes(
             chat.acc,
