@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -12,7 +11,13 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from gateway.archive.chain import ChainEntry, head_hash, next_seq
-from gateway.archive.store import ManifestBuilder, chain_key, manifest_key, object_key
+from gateway.archive.store import (
+    ManifestBuilder,
+    chain_key,
+    decode_manifest,
+    manifest_key,
+    object_key,
+)
 from gateway.errors import ArchiveError
 from gateway.hashchain import canonical_json
 
@@ -89,11 +94,7 @@ class LocalStore:
             data = (self.root / manifest_key(archive_id)).read_bytes()
         except (FileNotFoundError, NotADirectoryError):
             return None
-        try:
-            value = json.loads(data)
-        except ValueError:
-            return {"unreadable": True}
-        return value if isinstance(value, dict) else {"unreadable": True}
+        return decode_manifest(data)
 
     def entries(self) -> list[ChainEntry]:
         chain = self.root / "chain"

@@ -5,7 +5,6 @@ overwrite each other (the loser re-links after the new head and retries)."""
 from __future__ import annotations
 
 import contextlib
-import json
 import tempfile
 from collections.abc import Iterator
 from typing import Any, BinaryIO
@@ -16,7 +15,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from gateway.archive.chain import ChainEntry, head_hash, next_seq
 from gateway.archive.config import CompactionSettings
-from gateway.archive.store import ManifestBuilder, chain_key, manifest_key, object_key
+from gateway.archive.store import (
+    ManifestBuilder,
+    chain_key,
+    decode_manifest,
+    manifest_key,
+    object_key,
+)
 from gateway.errors import ArchiveError, ConfigError
 from gateway.hashchain import canonical_json
 
@@ -97,13 +102,7 @@ class S3Store:
 
     def read_manifest(self, archive_id: str) -> dict[str, Any] | None:
         data = self._get(manifest_key(archive_id))
-        if data is None:
-            return None
-        try:
-            value = json.loads(data)
-        except ValueError:
-            return {"unreadable": True}
-        return value if isinstance(value, dict) else {"unreadable": True}
+        return None if data is None else decode_manifest(data)
 
     def entries(self) -> list[ChainEntry]:
         found: list[ChainEntry] = []

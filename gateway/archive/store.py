@@ -9,6 +9,7 @@ An archive becomes visible only when its chain entry is written, after its objec
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -28,6 +29,15 @@ def object_key(digest: str) -> str:
 
 def manifest_key(archive_id: str) -> str:
     return f"manifests/{archive_id}.json"
+
+
+def decode_manifest(data: bytes) -> dict[str, Any]:
+    """A stored manifest; `{"unreadable": True}` when it is not a JSON object (verify says so)."""
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return {"unreadable": True}
+    return value if isinstance(value, dict) else {"unreadable": True}
 
 
 def chain_key(seq: int) -> str:
