@@ -152,7 +152,8 @@ class ScriptedServer:
         self._app = build_app(self.scenario)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._runner = web.AppRunner(self._app, access_log=None)
+        # In-flight (e.g. delayed) responses get a second at stop, not aiohttp's default minute.
+        self._runner = web.AppRunner(self._app, access_log=None, shutdown_timeout=1.0)
         self.port = 0
 
     @property
