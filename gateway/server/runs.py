@@ -17,6 +17,7 @@ from typing import Any
 
 _STRINGS = ("cwd", "model", "permission_mode", "effort", "resume")
 _LISTS = ("allowed_tools", "disallowed_tools")
+_REMOTE_PERMISSION_MODES = frozenset({"default", "acceptEdits", "plan", "dontAsk"})
 _KNOWN = frozenset(
     {"prompt", "max_turns", "max_budget_usd", "fork_session", "include_partial_messages"}
     | set(_STRINGS)
@@ -48,6 +49,11 @@ def parse_run_request(body: Mapping[str, Any], policy_paths: Sequence[str]) -> R
             if not isinstance(body[key], str):
                 raise ValueError(f"'{key}' must be a string")
             options[key] = body[key]
+    mode = options.get("permission_mode")
+    if mode is not None and mode not in _REMOTE_PERMISSION_MODES:
+        # bypassPermissions would let every call the policy abstains on run unasked.
+        allowed = ", ".join(sorted(_REMOTE_PERMISSION_MODES))
+        raise ValueError(f"'permission_mode' {mode!r} is not allowed for remote runs ({allowed})")
     for key in _LISTS:
         value = body.get(key)
         if value is not None:

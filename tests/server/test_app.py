@@ -126,6 +126,11 @@ async def test_run_request_validation(make_client: AppFactory) -> None:
     assert "settings" in (await resp.json())["error"]
     resp = await client.post("/v1/runs", json={"prompt": ""})
     assert resp.status == 400
+    resp = await client.post(
+        "/v1/runs", json={"prompt": "hi", "permission_mode": "bypassPermissions"}
+    )
+    assert resp.status == 400
+    assert "not allowed for remote runs" in (await resp.json())["error"]
 
 
 async def test_a_caller_whose_layers_do_not_load_is_denied(
