@@ -63,3 +63,30 @@ def test_serve_refuses_open_address_without_token(
     err = capsys.readouterr().err
     assert "refusing" in err and len(err.strip().splitlines()) == 1
     assert is_loopback("127.0.0.1") and is_loopback("::1") and not is_loopback("10.0.0.1")
+
+
+@pytest.mark.parametrize(
+    ("template", "extra"),
+    [
+        ("settings.local-gateway.json", ["--url", "http://127.0.0.1:8787"]),
+        ("settings.command-hook.json", ["--url", "http://127.0.0.1:8787", "--command-hook"]),
+        (
+            "managed-settings.d/50-agent-gateway.json",
+            ["--url", "https://agent-gateway.internal.example.com", "--managed"],
+        ),
+    ],
+)
+def test_shipped_templates_are_what_the_generator_prints(
+    template: str, extra: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """hooks/ must be regenerated when the generator or the example policies change."""
+    from gateway.cli import build_parser
+    from gateway.settings_command import settings_command
+
+    repo = Path(__file__).resolve().parents[2]
+    policies = [f"--policy={repo / 'policies' / n}.yaml" for n in ("org", "team", "project")]
+    args = build_parser().parse_args(["settings", *extra, *policies])
+    assert settings_command(args) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(
+        (repo / "hooks" / template).read_text()
+    )
