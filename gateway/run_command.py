@@ -79,7 +79,9 @@ async def execute(
     attachments = Attachments(taps=[tracker, *(extra_taps or [])])
     if request.output_format == "stream-json":
         attachments.taps.append(StreamJsonPrinter(out, request.include_partial_messages))
-    options = attach_gateway(request, attachments, err)
+    options = attach_gateway(
+        request.prompt, request.options, request.policy_paths, attachments, err
+    )
     try:
         async for _ in query(prompt=request.prompt, options=options, attachments=attachments):
             pass  # the taps see everything; reading to the end is what matters

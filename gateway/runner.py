@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator
+import sys
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions, Message, StreamEvent, Transport
@@ -13,6 +14,7 @@ from claude_agent_sdk import query as sdk_query
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
 from gateway.attachments import Attachments, compose_options
+from gateway.settings import policy_paths_from_env
 
 # Control-protocol frames: the SDK's business, never part of the conversation.
 _CONTROL_TYPES = frozenset(
@@ -63,17 +65,28 @@ async def query(
     options: ClaudeAgentOptions | None = None,
     transport: Transport | None = None,
     attachments: Attachments | None = None,
+    policy: Sequence[str] | None = None,
 ) -> AsyncIterator[Message]:
     """`claude_agent_sdk.query` with the gateway attached: same arguments, same messages.
 
-    Partial-stream events reach the caller only when `options.include_partial_messages`
-    asked for them; the gateway always requests them for its own taps.
+    By default the gateway attaches what `agent-gateway run` does: the policy (the `policy`
+    files, else AGENT_GATEWAY_POLICY), the pre-compaction archive and tracing (OTEL_*).
+    Passing `attachments` replaces that with exactly what they hold. Partial-stream events
+    reach the caller only when `options.include_partial_messages` asked for them; the
+    gateway always requests them for its own taps.
     """
     options = options or ClaudeAgentOptions()
-    attached = attachments or Attachments()
+    forward_partial = options.include_partial_messages
+    attached = attachments
+    if attached is None:
+        from gateway.wiring import attach_gateway
+
+        attached = Attachments()
+        paths = list(policy) if policy is not None else policy_paths_from_env()
+        text = prompt if isinstance(prompt, str) else None
+        options = attach_gateway(text, options, paths, attached, sys.stderr)
     composed = compose_options(options, attached)
     inner = transport or SubprocessCLITransport(prompt=prompt, options=composed)
-    forward_partial = options.include_partial_messages
     try:
         async for message in sdk_query(
             prompt=prompt, options=composed, transport=TappedTransport(inner, attached)

@@ -25,3 +25,9 @@ def claude_projects_root() -> Path:
 def otel_env() -> dict[str, str]:
     """The standard OTEL_* variables: the only telemetry configuration."""
     return {k: v for k, v in os.environ.items() if k.startswith("OTEL_")}
+
+
+def policy_paths_from_env() -> list[str]:
+    """AGENT_GATEWAY_POLICY: policy files for `gateway.query`, org first, os.pathsep-separated."""
+    raw = os.environ.get("AGENT_GATEWAY_POLICY", "")
+    return [part for part in raw.split(os.pathsep) if part]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Sequence
+from typing import Any, TextIO
 
 from claude_agent_sdk import ClaudeAgentOptions, HookContext, HookMatcher
 from claude_agent_sdk.types import HookInput, HookJSONOutput
@@ -15,20 +16,20 @@ from gateway.errors import ConfigError
 from gateway.policy import Limits
 from gateway.run_tracer import RunTracer
 
-if TYPE_CHECKING:
-    from gateway.run_command import RunRequest
-
 
 def attach_gateway(
-    request: RunRequest, attachments: Attachments, err: TextIO
+    prompt: str | None,
+    options: ClaudeAgentOptions,
+    policy_paths: Sequence[str],
+    attachments: Attachments,
+    err: TextIO,
 ) -> ClaudeAgentOptions:
     """Add the gateway's hooks and taps to `attachments`; return the options to run with."""
-    engine = Engine(request.policy_paths)
+    engine = Engine(policy_paths)
     policy = engine.policy
-    options = request.options
     if policy is not None:
         options = apply_limits(options, policy.limits, err)
-    tracer = RunTracer(request.prompt)
+    tracer = RunTracer(prompt)
     attachments.taps.append(tracer.tap)
     attachments.on_close.append(tracer.close)
     attach_hooks(attachments, engine, tracer)
