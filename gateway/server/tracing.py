@@ -32,8 +32,6 @@ from gateway.types import Decision
 
 AGENT_NAME = "claude-code"
 ROOT_KIND, ROOT_KEY = "invoke_agent", "root"
-AGENT_ID = "agent_gateway.agent_id"
-SESSION_END_REASON = "agent_gateway.session.end_reason"
 TRANSCRIPT_HEAD_BYTES = 256 * 1024
 
 
@@ -91,7 +89,7 @@ class ServerTracer:
         if exchange.agent_id or exchange.error:
             extra: dict[str, AttributeValue] = dict(spec.attributes)
             if exchange.agent_id:
-                extra[AGENT_ID] = exchange.agent_id
+                extra[A.AGENT_ID] = exchange.agent_id
             if exchange.error:
                 extra[A.CHAT_ERROR_MESSAGE] = exchange.error
             spec = _with_attributes(spec, extra)
@@ -148,7 +146,7 @@ class ServerTracer:
             A.GEN_AI_CONVERSATION_ID: session_id,
         }
         if body.get("reason"):
-            attrs[SESSION_END_REASON] = str(body["reason"])
+            attrs[A.SESSION_END_REASON] = str(body["reason"])
         self._sink.export(
             [
                 SpanSpec(
@@ -191,7 +189,7 @@ class ServerTracer:
         attrs = tool_attributes(tool, split_cost=None, content=self._content)
         attrs[A.GEN_AI_CONVERSATION_ID] = session_id
         if body.get("agent_id"):
-            attrs[AGENT_ID] = str(body["agent_id"])
+            attrs[A.AGENT_ID] = str(body["agent_id"])
         root = root_ref(session_id)
         self._sink.export(
             [

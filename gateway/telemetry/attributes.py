@@ -118,6 +118,12 @@ COMPACTION_ERROR: Final = "agent_gateway.compaction.error"
 COMPACTION_ARCHIVE_ID: Final = "agent_gateway.compaction.archive_id"
 COMPACTION_ARCHIVE_ERROR: Final = "agent_gateway.compaction.archive_error"
 
+# --- agent_gateway: server mode ----------------------------------------------------------------
+AGENT_ID: Final = "agent_gateway.agent_id"
+"""Behind `serve`: the subagent (x-claude-code-agent-id / hook agent_id) a span belongs to."""
+SESSION_END_REASON: Final = "agent_gateway.session.end_reason"
+"""Behind `serve`: the SessionEnd hook's reason, on the root."""
+
 # --- agent_gateway: bookkeeping ----------------------------------------------------------------
 INCOMPLETE: Final = "agent_gateway.incomplete"
 """Set on a span the stream ended before it finished (closed at the end of the run)."""
