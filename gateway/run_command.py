@@ -25,7 +25,6 @@ class RunRequest:
     options: ClaudeAgentOptions
     policy_paths: list[str] = field(default_factory=list)
     output_format: str = "text"
-    include_partial_messages: bool = False
 
 
 def request_from_args(args: argparse.Namespace) -> RunRequest:
@@ -49,7 +48,6 @@ def request_from_args(args: argparse.Namespace) -> RunRequest:
         options=options,
         policy_paths=list(args.policy),
         output_format=args.output_format,
-        include_partial_messages=args.include_partial_messages,
     )
 
 
@@ -78,7 +76,7 @@ async def execute(
     tracker = ResultTracker()
     attachments = Attachments(taps=[tracker, *(extra_taps or [])])
     if request.output_format == "stream-json":
-        attachments.taps.append(StreamJsonPrinter(out, request.include_partial_messages))
+        attachments.taps.append(StreamJsonPrinter(out, request.options.include_partial_messages))
     options = attach_gateway(
         request.prompt, request.options, request.policy_paths, attachments, err
     )

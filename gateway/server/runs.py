@@ -106,7 +106,6 @@ async def stream_run_lines(spec: RunSpec) -> AsyncIterator[bytes]:
         ),
         policy_paths=list(spec.policy_paths),
         output_format="stream-json",
-        include_partial_messages=spec.include_partial_messages,
     )
 
     async def run() -> int:
