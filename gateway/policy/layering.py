@@ -8,7 +8,7 @@ to loosen an upper setting is a `PolicyError` at the offending line, never silen
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from gateway.policy.compiled import Limits
 from gateway.policy.model import PolicyFile
@@ -45,18 +45,8 @@ def merge_limits(files: Sequence[tuple[Source, PolicyFile]]) -> Limits:
     effort: tuple[tuple[str, ...], str] | None = None
     for source, spec in files:
         lim = spec.limits
-        if lim.max_turns is not None:
-            if max_turns is not None and lim.max_turns > max_turns[0]:
-                raise source.error(f"max_turns {lim.max_turns} raises the limit "
-                                   f"{max_turns[0]} set in {max_turns[1]}",
-                                   ("limits", "max_turns"))
-            max_turns = (lim.max_turns, source.path)
-        if lim.max_budget_usd is not None:
-            if budget is not None and lim.max_budget_usd > budget[0]:
-                raise source.error(f"max_budget_usd {lim.max_budget_usd} raises the limit "
-                                   f"{budget[0]} set in {budget[1]}",
-                                   ("limits", "max_budget_usd"))
-            budget = (lim.max_budget_usd, source.path)
+        max_turns = _lower_only(source, "max_turns", lim.max_turns, max_turns)
+        budget = _lower_only(source, "max_budget_usd", lim.max_budget_usd, budget)
         if lim.models is not None:
             extra = [m for m in lim.models if models is not None and m not in models[0]]
             if extra and models is not None:
@@ -117,3 +107,19 @@ def merge_compaction(files: Sequence[tuple[Source, PolicyFile]]) -> dict[str, An
     if redact:
         merged["redact"] = list(redact.values())
     return merged
+
+
+_Number = TypeVar("_Number", int, float)
+
+
+def _lower_only(
+    source: Source, key: str, value: _Number | None, upper: tuple[_Number, str] | None
+) -> tuple[_Number, str] | None:
+    """A numeric limit a lower layer may lower but never raise; with the file that set it."""
+    if value is None:
+        return upper
+    if upper is not None and value > upper[0]:
+        raise source.error(
+            f"{key} {value} raises the limit {upper[0]} set in {upper[1]}", ("limits", key)
+        )
+    return (value, source.path)
