@@ -1,0 +1,253 @@
+"""Languages without a parser here: their programs are searched for constructs, as data.
+
+A program that contains a construct which starts processes, evaluates or loads code by a
+computed name, or deletes files is unparseable (the reason names the construct). Calls that
+write, read or reach the network become writes, reads and `curl` commands, with the path when
+it is a plain literal. Where a spawning call's only arguments are plain literals (no
+interpolation, no concatenation, no escapes) it becomes a script or an argv instead.
+Searches run over the text and over a copy with escapes decoded and adjacent literals joined,
+so `"\\u0065val"` and `'sys' . 'tem'` are seen; every search is a single regex pass.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gateway.policy.shell.interp.effects import CodeEffects
+from gateway.policy.shell.words import Word
+
+MAX_CALLS = 64
+"""Calls followed into their arguments; more than that is unparseable (or dynamic words)."""
+MAX_ARGS_SPAN = 4096
+MAX_FILE_WORDS = 256
+
+LITERAL = r"""'([^'\\\n]*)'|"([^"\\$@#{}`\n]*)\""""
+"""A string literal whose value is its text: no escapes, no interpolation of any language."""
+_LITERAL = re.compile(LITERAL)
+
+
+@dataclass(frozen=True)
+class Table:
+    language: str
+    unparseable: tuple[tuple[str, str], ...]
+    """(what it is, regex) for constructs that make the program unparseable."""
+    spawns: str = ""
+    """Regex of calls that run a shell string: with plain literal arguments only they become a
+    script (one) or an argv (several, when `argv`); any other use is unparseable."""
+    argv: bool = False
+    spawn_guard: str = ""
+    """When set, the spawn names only matter if this matches (JS: child_process)."""
+    literal_spawns: str = ""
+    """When set, only spawn names matching this may become scripts (JS: execSync, whose
+    child has no stdin the code could write to)."""
+    mentions: str = ""
+    """What may follow a spawn name that is not a call and harmless (JS: `{ execSync }`)."""
+    writes: str = ""
+    reads: str = ""
+    network: str = ""
+    opens: tuple[tuple[str, int, int], ...] = ()
+    """(regex, path argument index, mode argument index) of calls whose mode decides, with
+    fopen-style modes (r, w, a, x, c, +)."""
+    open_mode: Callable[[str], str] = lambda mode: mode
+    chdir: str = ""
+    flags: int = 0
+    normalize: Callable[[str], str] = lambda text: text
+    checks: tuple[Callable[[str], str], ...] = ()
+    """Further language checks: each returns why the program is unparseable, or ''."""
+    compiled: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False)
+
+    def regex(self, key: str) -> re.Pattern[str] | None:
+        if key not in self.compiled:
+            if key == "unparseable":  # one pass; the patterns must not use numbered groups
+                source = "|".join(f"(?P<u{i}>{rx})" for i, (_, rx) in enumerate(self.unparseable))
+            else:
+                source = getattr(self, key)
+            self.compiled[key] = re.compile(source, self.flags) if source else re.compile("(?!)")
+        pattern = self.compiled[key]
+        return None if pattern.pattern == "(?!)" else pattern
+
+
+def analyse_keywords(table: Table, source: str) -> CodeEffects:
+    decoded = table.normalize(source)
+    texts = (source,) if decoded == source else (source, decoded)
+    problem = _constructs(table, texts)
+    for check in table.checks:
+        problem = problem or check(source) or (check(decoded) if decoded != source else "")
+    scripts: list[str] = []
+    commands: list[tuple[Word, ...]] = []
+    problem = problem or _spawns(table, texts, scripts, commands)
+    writes = _words(table, "writes", source)
+    reads = _words(table, "reads", source)
+    for pattern, path_at, mode_at in table.opens:
+        more = _opens(table, re.compile(pattern, table.flags), source, (path_at, mode_at),
+                      reads, writes)
+        problem = problem or more
+    commands.extend((Word("curl"), word) for word in _words(table, "network", source))
+    if table.chdir and re.search(table.chdir, source, table.flags):
+        reads = [_uncertain(w) for w in reads]
+        writes = [_uncertain(w) for w in writes]
+    return CodeEffects(tuple(commands), tuple(scripts), tuple(reads), tuple(writes), problem)
+
+
+def _constructs(table: Table, texts: tuple[str, ...]) -> str:
+    pattern = table.regex("unparseable")
+    if pattern is None:
+        return ""
+    for text in texts:
+        match = pattern.search(text)
+        if match is not None and match.lastgroup is not None:
+            what = table.unparseable[int(match.lastgroup[1:])][0]
+            return f"{table.language} code {what}: {_snippet(match)}"
+    return ""
+
+
+def _snippet(match: re.Match[str]) -> str:
+    text = match.group(0).strip()
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _spawns(table: Table, texts: tuple[str, ...], scripts: list[str],
+            commands: list[tuple[Word, ...]]) -> str:
+    pattern = table.regex("spawns")
+    if pattern is None:
+        return ""
+    if table.spawn_guard and not any(re.search(table.spawn_guard, t, table.flags) for t in texts):
+        return ""
+    source = texts[0]
+    matches = list(pattern.finditer(source))
+    hidden = [len(list(pattern.finditer(text))) for text in texts[1:]]
+    if any(count > len(matches) for count in hidden):
+        return f"{table.language} code spells a process call with escapes or joined strings"
+    if len(matches) > MAX_CALLS:
+        return f"{table.language} code starts more processes than this analysis follows"
+    literal = re.compile(table.literal_spawns, table.flags) if table.literal_spawns else None
+    mentions = re.compile(table.mentions) if table.mentions else None
+    for match in matches:
+        name = match.group(0).strip()
+        if mentions is not None and mentions.match(source, match.end()):
+            continue
+        if literal is not None and not literal.fullmatch(name):
+            return f"{table.language} code runs a process with {name}"
+        values = _spawn_values(source, match.end())
+        if values is None:
+            return f"{table.language} code {name} with arguments computed at run time"
+        if len(values) == 1:
+            scripts.append(values[0])
+        elif table.argv:
+            commands.append(tuple(Word(v) for v in values))
+        else:
+            return f"{table.language} code {name} with several arguments"
+    return ""
+
+
+_BARE_ARGS = re.compile(r"[ \t]+((?:" + LITERAL + r")(?:\s*,\s*(?:" + LITERAL + r"))*)"
+                        r"\s*(?=$|[;\n)}]|\b(?:or|and|if|unless)\b|\|\||&&)")
+
+
+def _spawn_values(source: str, at: int) -> list[str] | None:
+    """The literal arguments of `name(...)` or `name 'a', 'b'`; None when any is not one."""
+    args = call_args(source, at)
+    if args is None:
+        bare = _BARE_ARGS.match(source, at)
+        if bare is None:
+            return None
+        args = call_args(f"({bare.group(1)})", 0)
+    values = [_literal_value(a) for a in args or []]
+    if not values or any(v is None for v in values):
+        return None
+    return [v for v in values if v is not None]
+
+
+def _literal_value(text: str) -> str | None:
+    match = _LITERAL.fullmatch(text.strip())
+    if match is None:
+        return None
+    return match.group(1) if match.group(1) is not None else match.group(2)
+
+
+def _words(table: Table, key: str, source: str) -> list[Word]:
+    pattern = table.regex(key)
+    if pattern is None:
+        return []
+    words: list[Word] = []
+    for match in pattern.finditer(source):
+        if len(words) == MAX_FILE_WORDS:
+            words.append(Word("{?}", dynamic=True, lead_dynamic=True))
+            break
+        words.append(_first_literal(source, match))
+    return words
+
+
+_FIRST = re.compile(r"\s*\(?\s*(?:" + LITERAL + r")\s*[,)]")
+
+
+def _first_literal(source: str, match: re.Match[str]) -> Word:
+    found = _FIRST.match(source, match.end())
+    if found is None:
+        return Word(f"{match.group(0).strip()}(…)", dynamic=True, lead_dynamic=True)
+    return Word(found.group(1) if found.group(1) is not None else found.group(2))
+
+
+def _opens(table: Table, pattern: re.Pattern[str], source: str, at: tuple[int, int],
+           reads: list[Word], writes: list[Word]) -> str:
+    path_at, mode_at = at
+    for count, match in enumerate(pattern.finditer(source)):
+        if count == MAX_CALLS:
+            return f"{table.language} code opens more files than this analysis follows"
+        args = call_args(source, match.end()) or []
+        path = _literal_value(args[path_at]) if len(args) > path_at else None
+        word = Word(path) if path is not None else Word("{?}", dynamic=True, lead_dynamic=True)
+        given = _literal_value(args[mode_at]) if len(args) > mode_at else ("r" if args else None)
+        mode = None if given is None else table.open_mode(given)
+        writing = mode is None or bool(set(mode) & set("wax+c"))
+        if mode is None or "r" in mode or "+" in mode or not writing:
+            reads.append(word)
+        if writing:
+            writes.append(word)
+    return ""
+
+
+def call_args(text: str, at: int) -> list[str] | None:
+    """The top-level arguments of the call whose name ends at `at`: `(a, f(b, c), 'd,e')`
+    gives three. None when there is no parenthesis or it does not close nearby."""
+    i = at
+    end = min(len(text), at + MAX_ARGS_SPAN)
+    while i < end and text[i] in " \t\n":
+        i += 1
+    if i >= end or text[i] != "(":
+        return None
+    args: list[str] = []
+    depth = 0
+    start = i + 1
+    quote = ""
+    i += 1
+    while i < end:
+        char = text[i]
+        if quote:
+            if char == "\\":
+                i += 1
+            elif char == quote:
+                quote = ""
+        elif char in "'\"`":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                if text[start:i].strip() or args:
+                    args.append(text[start:i])
+                return args
+            depth -= 1
+        elif char == "," and depth == 0:
+            args.append(text[start:i])
+            start = i + 1
+        i += 1
+    return None
+
+
+def _uncertain(word: Word) -> Word:
+    if word.text.startswith(("/", "~")) or word.dynamic:
+        return word
+    return Word(word.text, dynamic=True)
