@@ -32,6 +32,8 @@ the `--` keeps a path that begins with '-' a path). See docs/interpreters.md.
 
 from __future__ import annotations
 
+import gc
+
 from gateway.policy.shell.interp.effects import CodeEffects, InlineCode
 from gateway.policy.shell.interp.invocation import inline_code
 from gateway.policy.shell.interp.keyword_tables import TABLES
@@ -39,14 +41,21 @@ from gateway.policy.shell.interp.keywords import analyse_keywords
 from gateway.policy.shell.interp.programs import INTERPRETERS, language_of
 from gateway.policy.shell.interp.python import analyse_python
 
-MAX_SOURCE = 1024 * 1024
-"""Programs larger than this are not analysed (the shell scanner's own cap is lower)."""
+MAX_SOURCE = 256 * 1024
+"""Programs larger than this are unparseable, like a shell command over the scanner's cap."""
+MAX_PYTHON_SOURCE = 64 * 1024
+"""Python programs larger than this are unparseable: building the tree of dense code costs
+about 1.5 ms per KiB here, and a decision has to stay within its time budget."""
 
 
 def analyse_code(language: str, source: str) -> CodeEffects:
     """What `source`, a program in `language` (an INTERPRETERS value), does. Never raises."""
-    if len(source) > MAX_SOURCE:
-        return CodeEffects(unparseable=f"{language} program larger than {MAX_SOURCE} bytes")
+    limit = MAX_PYTHON_SOURCE if language in ("python", "python2") else MAX_SOURCE
+    if len(source) > limit:
+        return CodeEffects(unparseable=f"{language} program longer than {limit // 1024} KiB "
+                                       "is not analysed")
+    enabled = gc.isenabled()
+    gc.disable()  # collections would rescan every node of a large tree, again and again
     try:
         if language in ("python", "python2"):
             return analyse_python(source, python2=language == "python2")
@@ -60,6 +69,9 @@ def analyse_code(language: str, source: str) -> CodeEffects:
         return CodeEffects(unparseable=f"{language} program nested too deeply to analyse")
     except Exception as exc:  # a bug here must deny, never let the command through
         return CodeEffects(unparseable=f"{language} program not analysed: internal error {exc!r}")
+    finally:
+        if enabled:
+            gc.enable()
 
 
 __all__ = ["INTERPRETERS", "CodeEffects", "InlineCode", "analyse_code", "inline_code",

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 
 from gateway.policy.shell.interp.keywords import LITERAL, MAX_CALLS, Table, call_args
+from gateway.policy.shell.interp.patterns import branches
 
 _JOIN = {
     "js": re.compile(r"""(['"`])\s*\+\s*(['"`])"""),
@@ -32,15 +33,16 @@ def _decoded(joiner: re.Pattern[str]) -> Callable[[str], str]:
 
 
 def _words(*names: str) -> str:
-    return r"\b(?:" + "|".join(names) + r")\b"
+    return r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b"
 
 
-def _any(*patterns: str) -> str:
-    return "|".join(f"(?:{p})" for p in patterns)
+def _any(*patterns: str | tuple[str, ...]) -> tuple[str, ...]:
+    """Alternatives, kept apart so that each is searched only where it can match."""
+    return tuple(branch for p in patterns for branch in branches(p))
 
 
 # -- perl ------------------------------------------------------------------------------------
-_PERL_OPEN = re.compile(r"\b(?:sys)?open\b")
+_PERL_OPEN = re.compile(r"\b(?:sysopen|open)\b")
 _PERL_MODE = re.compile(r"""\s*(['"])\s*(\+?(?:<|>>?))\s*(?::[\w()\-: ]*)?\1\s*""")
 
 
@@ -52,6 +54,8 @@ def _perl_mode(mode: str) -> str:
 def _perl_open(text: str) -> str:
     """open with a pipe, with a mode computed at run time, or a two-argument open of a
     computed name (which may end in |) is unparseable."""
+    if "open" not in text:
+        return ""
     for count, match in enumerate(_PERL_OPEN.finditer(text)):
         if count == MAX_CALLS:
             return "perl code opens more files than this analysis follows"
@@ -77,17 +81,21 @@ PERL = Table(
         ("runs a command with qx", r"\bqx\b(?!\s*=>)"),
         ("runs a command", _words("readpipe", "syscall", "open2", "open3", "pipe_from_fork",
                                   "capturex", "runx", "systemx")),
-        ("uses a module that runs commands", r"\b(?:IPC|Proc|Capture|Expect|Net::SSH\w*|"
-                                             r"Shell|System::Command|Sys::Run)\b(?:::)?"),
+        ("uses a module that runs commands", _any(_words("IPC", "Proc", "Capture", "Expect",
+                                                         "Shell"),
+                                                  r"\bNet::SSH", r"\bSystem::Command\b",
+                                                  r"\bSys::Run\b")),
         ("evaluates a string", r"\beval\b(?!\s*\{)"),
         ("runs a file", r"\bdo\s*(?!\{)[\w\"'$(]"),
         ("loads a module named at run time", r"\brequire\s*\(?\s*[\"'$]"),
         ("calls a sub by a computed name", _any(r"&\s*[{$]", r"->\s*[$\{]", r"->\s*can\b",
                                                 r"\bUNIVERSAL::", r"\*\s*[{$]", r"\bgoto\s*&",
                                                 r"\bAUTOLOAD\b", r"\bsort\s+\$\w+\s")),
-        ("reaches the symbol table", r"%\s*(?:main)?::|\$(?:main)?::\s*\{|\bCORE::GLOBAL\b"),
-        ("installs a signal handler by name", r"\$SIG\s*\{|%SIG\b"),
-        ("runs code inside a regex", r"\(\?\??\{|/[msixpodualngcr]*e[msixpodualngcr]*e[a-z]*\b"),
+        ("reaches the symbol table", (r"%\s*(?:main)?::", r"\$(?:main)?::\s*\{",
+                                      r"\bCORE::GLOBAL\b")),
+        ("installs a signal handler by name", (r"\$SIG\s*\{", r"%SIG\b")),
+        ("runs code inside a regex", (r"\(\?\??\{",
+                                      r"/[msixpodualngcr]*e[msixpodualngcr]*e[a-z]*\b")),
         ("loads native code", _words("DynaLoader", "XSLoader", "Inline", "FFI", "B", "Safe",
                                      "reval")),
         ("changes what <> opens", _any(r"@ARGV\s*=", r"\$ARGV\s*\[[^\]]*\]\s*=",
@@ -95,7 +103,7 @@ PERL = Table(
         ("deletes files", _any(_words("unlink", "rmdir", "rmtree", "remove_tree"),
                                r"->\s*remove\w*", r"\bFile::Remove\b")),
     ),
-    spawns=r"\b(?:CORE::)?(?:system|exec)\b",
+    spawns=r"\b(?:system|exec)\b",
     argv=True,
     writes=_words("rename", "link", "symlink", "truncate", "mkdir", "chmod", "chown", "utime",
                   "copy", "move", "cp", "mv", "make_path", "mkpath", "write_file", "append_file",
@@ -117,7 +125,7 @@ _RUBY_DELETE = re.compile(r"\.\s*delete\b")
 
 
 def _ruby_pathname_delete(text: str) -> str:
-    if _RUBY_PATHNAME.search(text) and _RUBY_DELETE.search(text):
+    if "Pathname" in text and _RUBY_PATHNAME.search(text) and _RUBY_DELETE.search(text):
         return "ruby code may delete a file through Pathname#delete"
     return ""
 
@@ -140,7 +148,7 @@ RUBY = Table(
                                                      "constantize", "Kernel", "ObjectSpace",
                                                      "instance_variable_get")),
         ("loads code", _any(r"(?<![.\w])load\b", r"\bautoload\b",
-                            r"\brequire(?:_relative)?\s*\(?\s*(?![\"'][\w/.\-]+[\"'])[^\s(]",
+                            r"\b(?:require|require_relative)\s*\(?\s*(?![\"'][\w/.\-]+[\"'])[^\s(]",
                             r"\bMarshal\s*\.\s*load\b",
                             r"\b(?:YAML|Psych)\s*\.\s*(?:unsafe_)?load\b")),
         ("loads native code", _words("Fiddle", "DL", "FFI")),
@@ -148,7 +156,7 @@ RUBY = Table(
                                r"\bFileUtils\s*\.\s*(?:rm\w*|remove\w*|rmdir|rmtree)\b",
                                r"\.\s*(?:unlink|rmtree|rmdir)\b", _words("rm_rf", "rm_r"))),
     ),
-    spawns=r"(?<![.\w])(?:Kernel\s*\.\s*|Process\s*\.\s*)?(?:system|exec|spawn)\b",
+    spawns=r"\b(?:system|exec|spawn)\b",
     argv=True,
     writes=_any(r"\bFile\s*\.\s*(?:write|binwrite|rename|symlink|link|chmod|chown|truncate|"
                 r"utime|mkfifo|lchmod|lchown)\b",
@@ -191,7 +199,7 @@ JAVASCRIPT = Table(
     unparseable=(
         ("runs a command", _any(r"\bDeno\s*\.\s*(?:Command|run|spawn\w*)\b",
                                 r"\bBun\s*\.\s*(?:spawn\w*|openInEditor)\b",
-                                r"(?<![\w$])\$\s*`", r"\.\s*\$\s*`")),
+                                r"\$\s*`")),
         ("evaluates a string", _words("eval", "Function", "constructor", "vm", "Worker",
                                       "worker_threads", "cluster", "Reflect", "wasi")),
         ("loads code", _any(r"\bimport\s*\(", r"\bcreateRequire\b", r"\bModule\b",
@@ -255,6 +263,9 @@ _PHP_CLOSURE = re.compile(r"\s*(?:static\s+)?(?:function|fn)\b|\s*(?:" + LITERAL
 
 def _php_callbacks(text: str) -> str:
     """A callback given as a variable or built string is a call by a computed name."""
+    lowered = text.lower()
+    if not any(name in lowered for name in _PHP_CALLBACKS):
+        return ""
     for count, match in enumerate(_PHP_CALLBACK_CALL.finditer(text)):
         if count == MAX_CALLS:
             return "php code passes more callbacks than this analysis follows"
@@ -275,10 +286,12 @@ PHP = Table(
                                                            "unserialize"))),
         ("calls a function by a computed name", _any(
             r"\$\w+\s*\(", r"\$\{", r"\$\$", r"\]\s*\(", r"\)\s*\(", r"['\"]\s*\(",
-            r"->\s*[${]", r"::\s*\$", r"\bnew\s+\$", r"\bReflection\w*", r"\bfromCallable\b")),
-        ("loads code", _any(r"\b(?:include|require)(?:_once)?\b\s*\(?\s*(?!['\"][^'\"$:]*['\"])"
-                            r"[^\s(]",
-                            r"\b(?:include|require)(?:_once)?\b\s*\(?\s*['\"][a-z]+://",
+            r"->\s*[${]", r"::\s*\$", r"\bnew\s+\$",
+            _words("ReflectionFunction", "ReflectionMethod", "ReflectionClass", "fromCallable"))),
+        ("loads code", _any(r"\b(?:include|require|include_once|require_once)\b\s*\(?\s*"
+                            r"(?!['\"][^'\"$:]*['\"])[^\s(]",
+                            r"\b(?:include|require|include_once|require_once)\b\s*\(?\s*"
+                            r"['\"][a-z]+://",
                             r"\b(?:expect|phar)://")),
         ("loads native code", _any(r"\bFFI\b", r"\bdl\s*\(")),
         ("deletes files", _words("unlink", "rmdir")),
@@ -316,7 +329,7 @@ LUA = Table(
                                          r"[=,({]\s*(?:os|io|debug|package)\s*(?:$|[;,)}\n])")),
         ("deletes files", r"\bos\s*\.\s*remove\b"),
     ),
-    spawns=r"\b(?:os\s*\.\s*execute|io\s*\.\s*popen)\b",
+    spawns=(r"\bos\s*\.\s*execute\b", r"\bio\s*\.\s*popen\b"),
     writes=_any(r"\bos\s*\.\s*rename\b", r"\bio\s*\.\s*output\s*\(\s*['\"]"),
     reads=_any(r"\bio\s*\.\s*(?:lines|input)\s*\(\s*['\"]"),
     opens=((r"\bio\s*\.\s*open\b", 0, 1),),

@@ -6,7 +6,7 @@ write, read or reach the network become writes, reads and `curl` commands, with 
 it is a plain literal. Where a spawning call's only arguments are plain literals (no
 interpolation, no concatenation, no escapes) it becomes a script or an argv instead.
 Searches run over the text and over a copy with escapes decoded and adjacent literals joined,
-so `"\\u0065val"` and `'sys' . 'tem'` are seen; every search is a single regex pass.
+so `"\\u0065val"` and `'sys' . 'tem'` are seen; each pattern is one regex pass at most.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gateway.policy.shell.interp.effects import CodeEffects
+from gateway.policy.shell.interp.patterns import Patterns, Rx
 from gateway.policy.shell.words import Word
 
 MAX_CALLS = 64
@@ -31,9 +32,10 @@ _LITERAL = re.compile(LITERAL)
 @dataclass(frozen=True)
 class Table:
     language: str
-    unparseable: tuple[tuple[str, str], ...]
-    """(what it is, regex) for constructs that make the program unparseable."""
-    spawns: str = ""
+    unparseable: tuple[tuple[str, Rx], ...]
+    """(what it is, regex or alternatives) for constructs that make the program unparseable.
+    The patterns must not use numbered groups."""
+    spawns: Rx = ()
     """Regex of calls that run a shell string: with plain literal arguments only they become a
     script (one) or an argv (several, when `argv`); any other use is unparseable."""
     argv: bool = False
@@ -44,9 +46,9 @@ class Table:
     child has no stdin the code could write to)."""
     mentions: str = ""
     """What may follow a spawn name that is not a call and harmless (JS: `{ execSync }`)."""
-    writes: str = ""
-    reads: str = ""
-    network: str = ""
+    writes: Rx = ()
+    reads: Rx = ()
+    network: Rx = ()
     opens: tuple[tuple[str, int, int], ...] = ()
     """(regex, path argument index, mode argument index) of calls whose mode decides, with
     fopen-style modes (r, w, a, x, c, +)."""
@@ -56,49 +58,51 @@ class Table:
     normalize: Callable[[str], str] = lambda text: text
     checks: tuple[Callable[[str], str], ...] = ()
     """Further language checks: each returns why the program is unparseable, or ''."""
-    compiled: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False)
+    compiled: dict[str, Patterns] = field(default_factory=dict, compare=False)
 
-    def regex(self, key: str) -> re.Pattern[str] | None:
+    def patterns(self, key: str) -> Patterns:
+        """Compiled once: 'unparseable', 'writes', 'reads', 'network', 'spawns',
+        'spawn_guard', or 'opensN' for the Nth entry of `opens`."""
         if key not in self.compiled:
-            if key == "unparseable":  # one pass; the patterns must not use numbered groups
-                source = "|".join(f"(?P<u{i}>{rx})" for i, (_, rx) in enumerate(self.unparseable))
+            if key == "unparseable":
+                entries: tuple[tuple[str, Rx], ...] = self.unparseable
+            elif key.startswith("opens"):
+                entries = ((key, self.opens[int(key[5:])][0]),)
             else:
-                source = getattr(self, key)
-            self.compiled[key] = re.compile(source, self.flags) if source else re.compile("(?!)")
-        pattern = self.compiled[key]
-        return None if pattern.pattern == "(?!)" else pattern
+                entries = ((key, getattr(self, key)),)
+            self.compiled[key] = Patterns(entries, self.flags)
+        return self.compiled[key]
 
 
 def analyse_keywords(table: Table, source: str) -> CodeEffects:
     decoded = table.normalize(source)
     texts = (source,) if decoded == source else (source, decoded)
-    problem = _constructs(table, texts)
+    ids = table.patterns("unparseable").identifiers("\n".join(texts))
+    problem = _constructs(table, texts, ids)
     for check in table.checks:
         problem = problem or check(source) or (check(decoded) if decoded != source else "")
     scripts: list[str] = []
     commands: list[tuple[Word, ...]] = []
-    problem = problem or _spawns(table, texts, scripts, commands)
-    writes = _words(table, "writes", source)
-    reads = _words(table, "reads", source)
-    for pattern, path_at, mode_at in table.opens:
-        more = _opens(table, re.compile(pattern, table.flags), source, (path_at, mode_at),
+    problem = problem or _spawns(table, texts, ids, scripts, commands)
+    writes = _words(table, "writes", source, ids)
+    reads = _words(table, "reads", source, ids)
+    for index, (_, path_at, mode_at) in enumerate(table.opens):
+        more = _opens(table, table.patterns(f"opens{index}"), source, ids, (path_at, mode_at),
                       reads, writes)
         problem = problem or more
-    commands.extend((Word("curl"), word) for word in _words(table, "network", source))
+    commands.extend((Word("curl"), word) for word in _words(table, "network", source, ids))
     if table.chdir and re.search(table.chdir, source, table.flags):
         reads = [_uncertain(w) for w in reads]
         writes = [_uncertain(w) for w in writes]
     return CodeEffects(tuple(commands), tuple(scripts), tuple(reads), tuple(writes), problem)
 
 
-def _constructs(table: Table, texts: tuple[str, ...]) -> str:
-    pattern = table.regex("unparseable")
-    if pattern is None:
-        return ""
+def _constructs(table: Table, texts: tuple[str, ...], ids: frozenset[str]) -> str:
+    patterns = table.patterns("unparseable")
     for text in texts:
-        match = pattern.search(text)
-        if match is not None and match.lastgroup is not None:
-            what = table.unparseable[int(match.lastgroup[1:])][0]
+        found = patterns.search(text, ids)
+        if found is not None:
+            what, match = found
             return f"{table.language} code {what}: {_snippet(match)}"
     return ""
 
@@ -108,16 +112,17 @@ def _snippet(match: re.Match[str]) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _spawns(table: Table, texts: tuple[str, ...], scripts: list[str],
+def _spawns(table: Table, texts: tuple[str, ...], ids: frozenset[str], scripts: list[str],
             commands: list[tuple[Word, ...]]) -> str:
-    pattern = table.regex("spawns")
-    if pattern is None:
+    if not table.spawns:
         return ""
-    if table.spawn_guard and not any(re.search(table.spawn_guard, t, table.flags) for t in texts):
+    guard = table.patterns("spawn_guard") if table.spawn_guard else None
+    if guard is not None and not any(guard.search(t, ids) for t in texts):
         return ""
+    pattern = table.patterns("spawns")
     source = texts[0]
-    matches = list(pattern.finditer(source))
-    hidden = [len(list(pattern.finditer(text))) for text in texts[1:]]
+    matches = list(pattern.finditer(source, ids))
+    hidden = [len(list(pattern.finditer(text, ids))) for text in texts[1:]]
     if any(count > len(matches) for count in hidden):
         return f"{table.language} code spells a process call with escapes or joined strings"
     if len(matches) > MAX_CALLS:
@@ -167,12 +172,9 @@ def _literal_value(text: str) -> str | None:
     return match.group(1) if match.group(1) is not None else match.group(2)
 
 
-def _words(table: Table, key: str, source: str) -> list[Word]:
-    pattern = table.regex(key)
-    if pattern is None:
-        return []
+def _words(table: Table, key: str, source: str, ids: frozenset[str]) -> list[Word]:
     words: list[Word] = []
-    for match in pattern.finditer(source):
+    for match in table.patterns(key).finditer(source, ids):
         if len(words) == MAX_FILE_WORDS:
             words.append(Word("{?}", dynamic=True, lead_dynamic=True))
             break
@@ -190,10 +192,10 @@ def _first_literal(source: str, match: re.Match[str]) -> Word:
     return Word(found.group(1) if found.group(1) is not None else found.group(2))
 
 
-def _opens(table: Table, pattern: re.Pattern[str], source: str, at: tuple[int, int],
-           reads: list[Word], writes: list[Word]) -> str:
+def _opens(table: Table, pattern: Patterns, source: str, ids: frozenset[str],
+           at: tuple[int, int], reads: list[Word], writes: list[Word]) -> str:
     path_at, mode_at = at
-    for count, match in enumerate(pattern.finditer(source)):
+    for count, match in enumerate(pattern.finditer(source, ids)):
         if count == MAX_CALLS:
             return f"{table.language} code opens more files than this analysis follows"
         args = call_args(source, match.end()) or []

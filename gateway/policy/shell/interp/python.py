@@ -48,6 +48,7 @@ class _Checks:
         self.calls = calls
         self.reflective = t.REFLECTIVE_NAMES | t.PY2_ONLY_REFLECTIVE if python2 else (
             t.REFLECTIVE_NAMES - t.PY2_ONLY_REFLECTIVE)
+        self.verdicts: dict[tuple[str, int], str] = {}
 
     def fail(self, why: str) -> None:
         self.calls.fail(why)
@@ -56,16 +57,13 @@ class _Checks:
         for module in self.p.imported:
             if _in_modules(module, t.REFLECTIVE_MODULES):
                 self.fail(f"imports {module}")
-        roots: dict[str, list[Ref]] = {}
         for ref in self.p.refs:
             self.reference(ref)
-            root = _root(ref.node)
-            if root is not None:
-                roots.setdefault(root, []).append(ref)
         for node in self.p.calls:
             self.call(node)
         self.calls.environment_stores()
-        self.relied(roots)
+        if self.calls.values.relied:
+            self.relied()
 
     # -- references ----------------------------------------------------------------------
     def reference(self, ref: Ref) -> None:
@@ -83,28 +81,36 @@ class _Checks:
         qualified = self.p.qualify(node)
         if qualified is None:
             return
+        if qualified in t.ENVIRON and role not in (STORE, CALL):
+            self.environ_value(ref)
+            return
+        key = (qualified, role)
+        if key not in self.verdicts:
+            self.verdicts[key] = self.verdict(qualified, role)
+        if self.verdicts[key]:
+            self.fail(self.verdicts[key])
+
+    def verdict(self, qualified: str, role: int) -> str:
+        """Why a reference to `qualified` in this role is unparseable, or ''."""
         if role == STORE:
             if qualified in t.KNOWN or _in_modules(qualified, t.SENSITIVE_MODULES | t.ENVIRON):
-                self.fail(f"assigns to {qualified}")
-            return
+                return f"assigns to {qualified}"
+            return ""
         if qualified in self.reflective or _in_modules(qualified, t.REFLECTIVE_MODULES):
-            self.fail(f"uses {qualified}")
-            return
+            return f"uses {qualified}"
         prefix = _known_prefix(qualified)
         if prefix is not None:
-            self.fail(f"uses an attribute of {prefix}: {qualified}")
-            return
+            return f"uses an attribute of {prefix}: {qualified}"
         if role == CALL:
-            return
-        if qualified in t.ENVIRON:
-            self.environ_value(ref)
-        elif qualified.startswith(tuple(f"{e}." for e in t.ENVIRON)):
-            self.fail(f"{qualified} used as a value")
-        elif qualified in t.SENSITIVE_MODULES or (qualified in t.KNOWN
-                                                  and qualified not in t.PATH_TYPES):
-            self.fail(f"{qualified} used as a value, not called")
-        elif qualified.rpartition(".")[2] in t.PROCESS_NAMES:
-            self.fail(f"{qualified} used as a value")
+            return ""
+        if qualified.startswith(("os.environ.", "os.environb.")):
+            return f"{qualified} used as a value"
+        if qualified in t.SENSITIVE_MODULES or (qualified in t.KNOWN
+                                                and qualified not in t.PATH_TYPES):
+            return f"{qualified} used as a value, not called"
+        if qualified.rpartition(".")[2] in t.PROCESS_NAMES:
+            return f"{qualified} used as a value"
+        return ""
 
     def environ_value(self, ref: Ref) -> None:
         if ref.role in (SUBSCRIPT, UNPACK, KEYWORD):
@@ -150,8 +156,13 @@ class _Checks:
                 _dunder(text) and text not in t.SAFE_DUNDERS):
             self.fail(f"{qualified}(..., {text!r})")
 
-    def relied(self, roots: dict[str, list[Ref]]) -> None:
+    def relied(self) -> None:
         """An argv or env read from `cmd = [...]` holds only if nothing else touches cmd."""
+        roots: dict[str, list[Ref]] = {}
+        for ref in self.p.refs:
+            root = _root(ref.node)
+            if root is not None:
+                roots.setdefault(root, []).append(ref)
         for name, calls in self.calls.values.relied.items():
             for ref in roots.get(name, []):
                 direct = type(ref.node) is ast.Name and ref.role in (ARG, KEYWORD)

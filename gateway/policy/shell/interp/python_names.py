@@ -57,6 +57,10 @@ class Program:
     imported: list[str] = field(default_factory=list)
     env_stores: list[tuple[ast.Subscript, ast.expr | None]] = field(default_factory=list)
     nested: dict[int, ast.Module | str] = field(default_factory=dict)
+    qualified: dict[int, str | None] = field(default_factory=dict)
+    """id(expression) -> its qualified name, once computed."""
+    trees: list[ast.Module] = field(default_factory=list)
+    """Kept alive while the ids above are in use."""
     """id(call) -> the tree of the literal code it runs, or why that does not parse."""
     problem: str = ""
 
@@ -80,6 +84,13 @@ class Program:
     def qualify(self, node: ast.expr) -> str | None:
         """os.path.join -> 'os.path.join' through imports; None when the root is unknown and
         no attribute on the way names a module (x.os.system is os.system)."""
+        key = id(node)
+        if key in self.qualified:
+            return self.qualified[key]
+        result = self.qualified[key] = self._qualify(node)
+        return result
+
+    def _qualify(self, node: ast.expr) -> str | None:
         parts: list[str] = []
         while type(node) is ast.Attribute:
             parts.append(node.attr)
@@ -111,6 +122,7 @@ def collect(source: str) -> Program:
     queue: list[tuple[ast.Module, int]] = [(first, 0)]
     while queue:
         tree, depth = queue.pop()
+        program.trees.append(tree)
         _walk(tree, depth, program, queue)
     return program
 
@@ -124,48 +136,86 @@ def _literal_code(call: ast.Call) -> str | bytes | None:
     return None
 
 
+_SKIPPED_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_BINDERS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.FunctionDef,
+            ast.AsyncFunctionDef, ast.ClassDef, ast.arg, ast.ExceptHandler, ast.MatchAs,
+            ast.MatchStar, ast.MatchMapping, ast.Global, ast.Nonlocal)
+
+
+def _fields(kind: type) -> tuple[str, ...]:
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = tuple(
+            f for f in getattr(kind, "_fields", ()) if f not in _SKIPPED_FIELDS)
+    return fields
+
+
 def _walk(tree: ast.Module, depth: int, program: Program,
           queue: list[tuple[ast.Module, int]]) -> None:
+    """Iterative (trees can be deeper than the recursion limit); Names and constants are
+    handled where their parent is, since they are most of the nodes."""
     refs, bindings = program.refs, program.bindings
-    stack: list[tuple[ast.AST, int, ast.AST | None]] = [(tree, VALUE, None)]
-    push = stack.append
-    while stack:
-        node, role, parent = stack.pop()
-        if type(node) is ast.Name:
-            if type(node.ctx) is ast.Load:
-                if role != BASE:
-                    refs.append(Ref(node, role, parent))
-            else:
-                bindings[node.id] += 1
-        elif type(node) is ast.Attribute:
-            if type(node.ctx) is not ast.Load:
-                refs.append(Ref(node, STORE))
-            elif role != BASE:
-                refs.append(Ref(node, role, parent))
-            push((node.value, BASE, None))
-        elif type(node) is ast.Call:
-            _call(node, depth, program, queue, stack)
-        elif type(node) is ast.Subscript:
-            push((node.value, SUBSCRIPT, node))
-            push((node.slice, VALUE, None))
-        elif type(node) is ast.Dict:
-            for key, value in zip(node.keys, node.values, strict=True):
-                push((value, UNPACK if key is None else VALUE, None))
-                if key is not None:
-                    push((key, VALUE, None))
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            _import(node, program)
+    plain: list[ast.AST] = [tree]
+    roled: list[tuple[ast.AST, int, ast.AST | None]] = []
+    name_type, constant_type, attribute_type = ast.Name, ast.Constant, ast.Attribute
+    while plain or roled:
+        if plain:
+            node: ast.AST = plain.pop()
+            role, parent = VALUE, None
         else:
-            _bindings(node, program)
-            stack.extend([(child, VALUE, None) for child in ast.iter_child_nodes(node)])
+            node, role, parent = roled.pop()
+        kind = type(node)
+        if kind is name_type:
+            if type(node.ctx) is ast.Load:  # type: ignore[attr-defined]
+                if role != BASE:
+                    refs.append(Ref(node, role, parent))  # type: ignore[arg-type]
+            else:
+                bindings[node.id] += 1  # type: ignore[attr-defined]
+        elif kind is attribute_type:
+            if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+                refs.append(Ref(node, STORE))  # type: ignore[arg-type]
+            elif role != BASE:
+                refs.append(Ref(node, role, parent))  # type: ignore[arg-type]
+            roled.append((node.value, BASE, None))  # type: ignore[attr-defined]
+        elif kind is ast.Call:
+            _call(node, depth, program, queue, roled)  # type: ignore[arg-type]
+        elif kind is ast.Subscript:
+            roled.append((node.value, SUBSCRIPT, node))  # type: ignore[attr-defined]
+            plain.append(node.slice)  # type: ignore[attr-defined]
+        elif kind is ast.Dict:
+            for key, value in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
+                if key is None:
+                    roled.append((value, UNPACK, None))
+                else:
+                    plain.append(key)
+                    plain.append(value)
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            _import(node, program)  # type: ignore[arg-type]
+        else:
+            if isinstance(node, _BINDERS):
+                _bindings(node, program)
+            for field_name in _fields(kind):
+                value = getattr(node, field_name, None)
+                if type(value) is list:
+                    for item in value:
+                        kind_item = type(item)
+                        if kind_item is name_type and type(item.ctx) is ast.Load:
+                            refs.append(Ref(item, VALUE))
+                        elif kind_item is not constant_type and isinstance(item, ast.AST):
+                            plain.append(item)
+                elif value is not None and type(value) is not constant_type and isinstance(
+                        value, ast.AST):
+                    plain.append(value)
 
 
 def _call(node: ast.Call, depth: int, program: Program, queue: list[tuple[ast.Module, int]],
           stack: list[tuple[ast.AST, int, ast.AST | None]]) -> None:
     program.calls.append(node)
     stack.append((node.func, CALL, node))
-    stack.extend([(arg, ARG, node) for arg in node.args])
-    stack.extend([(k.value, UNPACK if k.arg is None else KEYWORD, node) for k in node.keywords])
+    stack.extend([(arg, ARG, node) for arg in node.args if type(arg) is not ast.Constant])
+    stack.extend([(k.value, UNPACK if k.arg is None else KEYWORD, node) for k in node.keywords
+                  if type(k.value) is not ast.Constant])
     func = node.func
     if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "builtins":
         name = func.attr
