@@ -38,7 +38,7 @@ from gateway.policy.shell.interp.effects import CodeEffects, InlineCode
 from gateway.policy.shell.interp.invocation import inline_code
 from gateway.policy.shell.interp.keyword_tables import TABLES
 from gateway.policy.shell.interp.keywords import analyse_keywords
-from gateway.policy.shell.interp.programs import INTERPRETERS, language_of
+from gateway.policy.shell.interp.programs import INTERPRETERS, OPAQUE_LANGUAGES, language_of
 from gateway.policy.shell.interp.python import analyse_python
 
 MAX_SOURCE = 256 * 1024
@@ -74,5 +74,5 @@ def analyse_code(language: str, source: str) -> CodeEffects:
             gc.enable()
 
 
-__all__ = ["INTERPRETERS", "CodeEffects", "InlineCode", "analyse_code", "inline_code",
-           "language_of"]
+__all__ = ["INTERPRETERS", "OPAQUE_LANGUAGES", "CodeEffects", "InlineCode", "analyse_code",
+           "inline_code", "language_of"]

@@ -172,24 +172,38 @@ def _literal_value(text: str) -> str | None:
     return match.group(1) if match.group(1) is not None else match.group(2)
 
 
+TWO_PATHS = frozenset({
+    "rename", "renamesync", "move", "movesync", "mv", "copy", "copyfile", "copyfilesync", "cp",
+    "cpsync", "cp_r", "symlink", "symlinksync", "link", "linksync", "ln", "ln_s", "ln_sf",
+    "hardlink", "copy_file", "install", "duplicate",
+})
+"""Calls whose second argument is a path written too (the target of a move or copy)."""
+_NAME = re.compile(r"([A-Za-z_]\w*)\W*$")
+_ARG = r"(?:" + LITERAL + r")"
+_FIRST = re.compile(r"(?:\s*\(\s*|[ \t]+)" + _ARG + r"\s*(?:[,);\n]|$)")
+_SECOND = re.compile(r"(?:\s*\(\s*|[ \t]+)" + _ARG + r"\s*,\s*" + _ARG + r"\s*(?:[,);\n]|$)")
+
+
 def _words(table: Table, key: str, source: str, ids: frozenset[str]) -> list[Word]:
+    """A word per match: the literal path argument, or a dynamic word when it is not one."""
     words: list[Word] = []
     for match in table.patterns(key).finditer(source, ids):
-        if len(words) == MAX_FILE_WORDS:
+        if len(words) >= MAX_FILE_WORDS:
             words.append(Word("{?}", dynamic=True, lead_dynamic=True))
             break
-        words.append(_first_literal(source, match))
+        words.append(_literal_at(_FIRST, source, match, 1))
+        name = _NAME.search(match.group(0))
+        if key == "writes" and name is not None and name.group(1).lower() in TWO_PATHS:
+            words.append(_literal_at(_SECOND, source, match, 3))
     return words
 
 
-_FIRST = re.compile(r"\s*\(?\s*(?:" + LITERAL + r")\s*[,)]")
-
-
-def _first_literal(source: str, match: re.Match[str]) -> Word:
-    found = _FIRST.match(source, match.end())
+def _literal_at(pattern: re.Pattern[str], source: str, match: re.Match[str], group: int) -> Word:
+    found = pattern.match(source, match.end())
     if found is None:
         return Word(f"{match.group(0).strip()}(…)", dynamic=True, lead_dynamic=True)
-    return Word(found.group(1) if found.group(1) is not None else found.group(2))
+    value = found.group(group)
+    return Word(value if value is not None else found.group(group + 1))
 
 
 def _opens(table: Table, pattern: Patterns, source: str, ids: frozenset[str],

@@ -108,7 +108,7 @@ class _Checks:
         if qualified in t.SENSITIVE_MODULES or (qualified in t.KNOWN
                                                 and qualified not in t.PATH_TYPES):
             return f"{qualified} used as a value, not called"
-        if qualified.rpartition(".")[2] in t.PROCESS_NAMES:
+        if qualified.rpartition(".")[2] in t.PROCESS_NAMES and qualified not in t.NOT_PROCESSES:
             return f"{qualified} used as a value"
         return ""
 

@@ -85,10 +85,10 @@ class Calls:
     def _fed(self, argv: list[Value], options: Options, what: str) -> None:
         """A process the code writes to: a here-string in Bash says the same."""
         stdin = options.stdin or ()
-        head = program_name(static(argv[0]) or "")
-        reads_code = head in t.SHELLS or language_of(head) is not None
-        if reads_code and static(stdin) is None:
-            self.fail(f"{what} feeds text computed at run time to {head}")
+        names = [program_name(text) for text in map(static, argv) if text]
+        readers = [n for n in names if n in t.SHELLS or language_of(n) is not None]
+        if readers and static(stdin) is None:  # also through wrappers: sudo sh, env bash
+            self.fail(f"{what} feeds text computed at run time to {readers[0]}")
         text = " ".join(to_bash(v) for v in argv) + " <<< " + to_bash(stdin)
         self.script((text,), what, Options(cwd=options.cwd))
 
@@ -99,6 +99,8 @@ class Calls:
             return
         options = options or Options()
         if options.stdin is not None:
+            if static(options.stdin) is None:
+                self.fail(f"{what} writes text computed at run time to a shell command")
             text = "{ " + text + "\n} <<< " + to_bash(options.stdin)
         if options.cwd is not None:
             text = f"cd -- {to_bash(options.cwd)} && {{ {text}\n}}"
@@ -157,7 +159,7 @@ class Calls:
             self.write(concat(self.arg(node, 0, ("base_name",)), UNKNOWN))
         elif name.rpartition(".")[0] in t.PATH_TYPES and last in t.PATH_METHODS and node.args:
             self.method(last, node.args[0], ast.Call(node.func, node.args[1:], node.keywords))
-        elif last in t.PROCESS_NAMES:
+        elif last in t.PROCESS_NAMES and name not in t.NOT_PROCESSES:
             self.fail(f"{name} starts programs in a way this analysis does not model")
 
     def arg(self, node: ast.Call, index: int, keywords: tuple[str, ...]) -> Value:

@@ -248,6 +248,7 @@ PROCESS_NAMES = frozenset({
 })
 """Attribute names that start programs or load code whatever object they hang on: calling
 them on an object this analysis cannot identify is unparseable."""
+NOT_PROCESSES = frozenset({"platform.system"})
 
 SAFE_DUNDERS = frozenset({
     "__name__", "__doc__", "__version__", "__file__", "__qualname__", "__module__",
