@@ -98,7 +98,7 @@ PERL = Table(
                                       r"/[msixpodualngcr]*e[msixpodualngcr]*e[a-z]*\b")),
         ("loads native code", _words("DynaLoader", "XSLoader", "Inline", "FFI", "B", "Safe",
                                      "reval")),
-        ("changes what <> opens", _any(r"@ARGV\s*=", r"\$ARGV\s*\[[^\]]*\]\s*=",
+        ("changes what <> opens", _any(r"@ARGV\s*=", r"\$ARGV\s*\[[^\]]{0,300}\]\s*=",
                                        r"\b(?:push|unshift|splice)\s*\(?\s*@ARGV")),
         ("deletes files", _any(_words("unlink", "rmdir", "rmtree", "remove_tree"),
                                r"->\s*remove\w*", r"\bFile::Remove\b")),
@@ -148,7 +148,7 @@ RUBY = Table(
                                                      "constantize", "Kernel", "ObjectSpace",
                                                      "instance_variable_get")),
         ("loads code", _any(r"(?<![.\w])load\b", r"\bautoload\b",
-                            r"\b(?:require|require_relative)\s*\(?\s*(?![\"'][\w/.\-]+[\"'])[^\s(]",
+                            r"\b(?:require|require_relative)\s*\(?\s*(?![\"'][\w/.\-]{1,300}[\"'])[^\s(]",
                             r"\bMarshal\s*\.\s*load\b",
                             r"\b(?:YAML|Psych)\s*\.\s*(?:unsafe_)?load\b")),
         ("loads native code", _words("Fiddle", "DL", "FFI")),
@@ -189,7 +189,8 @@ def _js_module_values(text: str) -> str:
     for count, match in enumerate(pattern.finditer(text)):
         if count == MAX_CALLS:
             return "javascript code uses modules in more ways than this analysis follows"
-        if text[match.end() - 1] == "[" or value.search(text, 0, match.start()):
+        before = text[max(0, match.start() - 200):match.start()]
+        if text[match.end() - 1] == "[" or value.search(before):
             return f"javascript code uses the module {match.group(1)} as a value"
     return ""
 
@@ -204,15 +205,15 @@ JAVASCRIPT = Table(
                                       "worker_threads", "cluster", "Reflect", "wasi")),
         ("loads code", _any(r"\bimport\s*\(", r"\bcreateRequire\b", r"\bModule\b",
                             r"\bmodule\s*\.\s*(?!exports\b)\w",
-                            r"\brequire(?!\s*\(\s*(?:'[\w@./:\-]+'|\"[\w@./:\-]+\"|`[\w@./:\-]+`)"
+                            r"\brequire(?!\s*\(\s*(?:'[\w@./:\-]{1,300}'|\"[\w@./:\-]{1,300}\"|`[\w@./:\-]{1,300}`)"
                             r"\s*\))",
                             r"\bfrom\s*['\"](?:https?|data|file):",
                             r"\bimport\s*['\"](?:https?|data|file):")),
         ("reaches the runtime's internals", r"\bprocess\s*\.\s*(?:binding|_linkedBinding|dlopen|"
                                             r"mainModule|getBuiltinModule|execve|_load)\b"),
         ("loads native code", _any(r"\bdlopen\b", r"\bffi\b", r"\bbun:ffi\b")),
-        ("calls a computed member", _any(r"\]\s*\(", r"require\s*\([^)]*\)\s*\[",
-                                         r"\[[^\]\n]*\]\s*:\s*[A-Za-z_$]")),
+        ("calls a computed member", _any(r"\]\s*\(", r"require\s*\([^)]{0,300}\)\s*\[",
+                                         r"\]\s*:\s*[A-Za-z_$]")),
         ("deletes files", _any(_words("unlink", "unlinkSync", "rmSync", "rmdir", "rmdirSync",
                                       "rimraf", "removeSync", "emptyDir", "emptyDirSync",
                                       "deleteSync"),
@@ -237,7 +238,7 @@ JAVASCRIPT = Table(
                       "readTextFileSync"),
                r"\bBun\s*\.\s*file\b"),
     opens=((r"\.\s*open(?:Sync)?\b", 0, 1),),
-    network=_any(r"\bfetch\s*\(", r"\bhttps?\s*\.\s*(?:get|request)\b",
+    network=_any(r"\bfetch\s*\(", r"\b(?:http|https)\s*\.\s*(?:get|request)\b",
                  r"\brequire\s*\(\s*['\"`](?:node:)?(?:https?|net|tls|dgram|http2)['\"`]",
                  r"\bnet\s*\.\s*(?:connect|createConnection)\b",
                  _words("WebSocket", "XMLHttpRequest", "axios", "undici", "EventSource"),
@@ -289,7 +290,7 @@ PHP = Table(
             r"->\s*[${]", r"::\s*\$", r"\bnew\s+\$",
             _words("ReflectionFunction", "ReflectionMethod", "ReflectionClass", "fromCallable"))),
         ("loads code", _any(r"\b(?:include|require|include_once|require_once)\b\s*\(?\s*"
-                            r"(?!['\"][^'\"$:]*['\"])[^\s(]",
+                            r"(?!['\"][^'\"$:]{0,300}['\"])[^\s(]",
                             r"\b(?:include|require|include_once|require_once)\b\s*\(?\s*"
                             r"['\"][a-z]+://",
                             r"\b(?:expect|phar)://")),
@@ -318,7 +319,7 @@ LUA = Table(
     "lua",
     unparseable=(
         ("evaluates a string", _words("load", "loadstring", "loadfile", "dofile")),
-        ("loads code", _any(r"\brequire\s*\(?\s*(?![\"'][\w.]+[\"'])[^\s(]",
+        ("loads code", _any(r"\brequire\s*\(?\s*(?![\"'][\w.]{1,300}[\"'])[^\s(]",
                             r"\brequire\s*\(?\s*[\"'](?:ffi|os|io|debug|package)[\"']",
                             r"\bpackage\s*\.\s*(?:loadlib|loaded|preload|searchers|loaders|"
                             r"cpath|path)\b")),
@@ -345,7 +346,7 @@ APPLESCRIPT = Table(
                                 _words("doShellScript", "doScript", "doJavaScript", "NSTask",
                                        "NSAppleScript", "keystroke"),
                                 r"\bkey\s+code\b", r"\bSystem\s+Events\b", r"\bTerminal\b",
-                                r"\biTerm2?\b")),
+                                _words("iTerm", "iTerm2"))),
         ("evaluates a string", _any(r"\b(?:run|load)\s+script\b",
                                     _words("eval", "Function", "constructor", "Library"))),
         ("reaches the Objective-C bridge", _any(r"\$\s*[.\[(]", r"\bObjC\b",
@@ -356,7 +357,7 @@ APPLESCRIPT = Table(
     writes=_any(_words("move", "duplicate", "write"), r"\bmake\s+new\s+(?:file|folder)\b",
                 r"\bopen\s+for\s+access\b", r"\bstore\s+script\b"),
     reads=_any(r"\bread\b", r"\bopen\s+for\s+access\b"),
-    network=r"\bopen\s+location\b|\bNSURL\w*",
+    network=(r"\bopen\s+location\b", r"\bNSURL\w*"),
     flags=re.I,
 )
 
@@ -364,11 +365,11 @@ APPLESCRIPT = Table(
 R = Table(
     "r",
     unparseable=(
-        ("runs a command", _any(r"\bsystem2?\s*\(", r"\bshell(?:\.exec)?\s*\(", r"\bpipe\s*\(",
+        ("runs a command", _any(r"\b(?:system|system2|shell|shell\.exec|pipe)\s*\(",
                                 _words("processx", "callr"), r"\bsys::")),
-        ("evaluates a string", _any(r"\beval(?:q|Q)?\s*\(", r"\bparse\s*\(", r"\bsource\s*\(",
+        ("evaluates a string", _any(r"\b(?:eval|evalq|evalQ|parse|source)\s*\(",
                                     _words("str2lang", "str2expression", "sys.source"))),
-        ("calls a function by a computed name", _any(r"\bdo\.call\b", r"\bget0?\s*\(",
+        ("calls a function by a computed name", _any(r"\bdo\.call\b", r"\b(?:get|get0)\s*\(",
                                                      _words("mget", "match.fun", "getFunction",
                                                             "getExportedValue"), r":::",
                                                      r"\bassign\s*\(", r"\bsys\.function\b")),
@@ -378,10 +379,11 @@ R = Table(
         ("deletes files", _any(r"\bunlink\s*\(", r"\bfile\.remove\b")),
         ("changes the environment", r"\bSys\.setenv\b"),
     ),
-    writes=_any(r"\bwrite(?:Lines|\.csv2?|\.table|Bin|Char)?\s*\(", r"\bsaveRDS\b",
-                r"\bsave(?:\.image)?\s*\(", r"\bfile\.(?:create|copy|rename|append|symlink|link)\b",
+    writes=_any(r"\b(?:write|writeLines|write\.csv|write\.csv2|write\.table|writeBin|writeChar|"
+                r"save|save\.image)\s*\(", r"\bsaveRDS\b", r"\bfile\.(?:create|copy|rename|append|symlink|link)\b",
                 r"\bdir\.create\b", r"\bsink\s*\(", r"\bSys\.chmod\b"),
-    reads=_any(r"\bread(?:Lines|\.csv2?|\.table|\.delim|Bin|Char)?\s*\(", r"\bscan\s*\("),
+    reads=_any(r"\b(?:read|readLines|read\.csv|read\.csv2|read\.table|read\.delim|readBin|"
+               r"readChar|scan)\s*\("),
     opens=((r"\bfile\b", 0, 1),),
     network=_any(r"\burl\s*\(", r"\bdownload\.file\b", _words("httr", "httr2", "RCurl",
                                                               "socketConnection"), r"\bcurl::"),
@@ -395,9 +397,10 @@ JULIA = Table(
         ("runs a command", _any(r"`", r"\brun\s*\(", r"\bpipeline\b", r"(?<!@)\bspawn\b",
                                 r"\bCmd\s*\(", r"\bsuccess\s*\(")),
         ("evaluates a string", _any(r"\beval\b", r"\bMeta\s*\.\s*parse\b",
-                                    r"\binclude(?:_string)?\s*\(", r"\bevalfile\b",
+                                    r"\b(?:include|include_string)\s*\(", r"\bevalfile\b",
                                     r"\binvokelatest\b")),
-        ("calls a function by a computed name", r"\bget(?:field|property|global)\s*\("),
+        ("calls a function by a computed name",
+         r"\b(?:getfield|getproperty|getglobal)\s*\("),
         ("loads native code", _any(_words("ccall", "cglobal", "Libdl", "dlopen"), r"@ccall")),
         ("deletes files", r"\brm\s*\("),
     ),

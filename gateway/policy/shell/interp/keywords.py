@@ -24,7 +24,7 @@ MAX_CALLS = 64
 MAX_ARGS_SPAN = 4096
 MAX_FILE_WORDS = 256
 
-LITERAL = r"""'([^'\\\n]*)'|"([^"\\$@#{}`\n]*)\""""
+LITERAL = r"""'([^'\\\n]{0,4096})'|"([^"\\$@#{}`\n]{0,4096})\""""
 """A string literal whose value is its text: no escapes, no interpolation of any language."""
 _LITERAL = re.compile(LITERAL)
 

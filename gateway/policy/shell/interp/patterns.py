@@ -19,7 +19,7 @@ IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _LOOKBEHIND = re.compile(r"\(\?<!(?:\[[^\]]*\]|[^()\[\]]+)\)")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _ALTERNATIVE = re.compile(r"[A-Za-z_]\w*(?:\\\.\w+)*")
-_FOLLOWERS = (r"\b", r"\s", r"\(", r"\.", r"\[", r"\{", "(?!", "(?=", ":", ")")
+_FOLLOWERS = (r"\b", r"\s", r"\(", r"\.", r"\[", r"\{", "(?!", "(?=", ":", ")", "-")
 
 
 def branches(rx: Rx) -> tuple[str, ...]:
@@ -72,7 +72,7 @@ def leading_words(branch: str) -> frozenset[str] | None:
             return None
         words = [word.group(0)]
         follower = rest[word.end():]
-    if follower and not follower.startswith(_FOLLOWERS):
+    if not follower.startswith(_FOLLOWERS):  # \bNSURL also matches NSURLSession
         return None
     return frozenset(words)
 
