@@ -105,6 +105,7 @@ INVOCATIONS = [
     ("python3 -m timeit -s 'import os' 'os.getcwd()'", "import os\nos.getcwd()", False, None, []),
     ("perl -e 'print 1'", "print 1", False, None, []),
     ("perl -le 'print 1' -w", "print 1", False, None, []),
+    ("perl -Mstrict -le 'print 1'", "use strict;\nprint 1", False, None, []),
     ("perl -lne 'print if /x/' f", "print if /x/", False, None, ["f"]),
     ("perl -e 'print 1' -e 'print 2'", "print 1\nprint 2", False, None, []),
     ("perl -E 'say 1'", "say 1", False, None, []),
@@ -230,7 +231,7 @@ def test_options_that_load_code() -> None:
         "node --import ./hook.mjs x.js": ["./hook.mjs"], "node --loader ./l.mjs x.js": ["./l.mjs"],
         "node --env-file .env x.js": [".env"], "perl -Mstrict -MPOSIX=floor -e 1": [
             "strict", "POSIX"],
-        "perl -d:NYTProf -e 1": ["NYTProf"], "ruby -rjson -e 1": ["json"],
+        "perl -d:NYTProf -e 1": ["Devel::NYTProf"], "ruby -rjson -e 1": ["json"],
         "lua -l socket -e 1": ["socket"], "bun --preload ./p.ts x.ts": ["./p.ts"],
         "php -d auto_prepend_file=evil.php -r 1": ["evil.php"], "php -c evil.ini x.php": [
             "evil.ini"],
@@ -240,6 +241,11 @@ def test_options_that_load_code() -> None:
         argv = shlex.split(cmdline)
         code = inline_code(argv[0], [Word(a) for a in argv[1:]])
         assert code is not None and [w.text for w in code.loads] == loads, cmdline
+
+
+def test_modules_loaded_by_options_are_searched_too() -> None:
+    _, effects = invoke("perl -MIPC::Run=run -e 'run [qw(rm -rf victim)]'")
+    assert "runs commands" in effects.unparseable
 
 
 def test_option_values_that_are_code_are_program_text() -> None:

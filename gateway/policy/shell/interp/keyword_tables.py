@@ -380,7 +380,8 @@ R = Table(
         ("changes the environment", r"\bSys\.setenv\b"),
     ),
     writes=_any(r"\b(?:write|writeLines|write\.csv|write\.csv2|write\.table|writeBin|writeChar|"
-                r"save|save\.image)\s*\(", r"\bsaveRDS\b", r"\bfile\.(?:create|copy|rename|append|symlink|link)\b",
+                r"save|save\.image)\s*\(", r"\bsaveRDS\b",
+                r"\bfile\.(?:create|copy|rename|append|symlink|link)\b",
                 r"\bdir\.create\b", r"\bsink\s*\(", r"\bSys\.chmod\b"),
     reads=_any(r"\b(?:read|readLines|read\.csv|read\.csv2|read\.table|read\.delim|readBin|"
                r"readChar|scan)\s*\("),

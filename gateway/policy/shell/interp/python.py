@@ -140,7 +140,8 @@ class _Checks:
         if isinstance(nested, str):
             self.fail(f"{qualified}: {nested}")
         elif nested is None:
-            if node.args and type(node.args[0]) is ast.Constant:
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str | bytes):
                 self.fail(f"{qualified} called through another name")
             else:
                 self.fail(f"{qualified} of code computed at run time")
