@@ -713,16 +713,6 @@ def _run(argv: list[str], cwd: Path) -> None:
     subprocess.run(argv, cwd=cwd, env=env, timeout=30, capture_output=True, check=False)
 
 
-@pytest.mark.parametrize(("source", "kind", "args"), RUNNABLE)
-def test_python_attacks_do_real_harm_and_are_flagged(tmp_path: Path, source: str, kind: str,
-                                                      args: list[str]) -> None:
-    victim = _victim(tmp_path, kind)
-    _run([sys.executable, "-c", source, *args], tmp_path)
-    assert _harmed(victim, kind), "the attack did not work: the test proves nothing"
-    effects = analyse_code("python", source)
-    assert flagged(effects, "victim") or flagged(effects, "evil.sh"), effects
-
-
 PERL_RUNNABLE = [
     ('unlink "victim"', "file", []),
     ('system("rm -rf victim")', "dir", []),
@@ -734,16 +724,6 @@ PERL_RUNNABLE = [
     ('use File::Path qw(rmtree); rmtree("victim")', "dir", []),
     ('@ARGV = ("rm -rf victim|"); print while <>', "dir", []),
 ]
-
-
-@pytest.mark.skipif(shutil.which("perl") is None, reason="perl is not installed here")
-@pytest.mark.parametrize(("source", "kind", "args"), PERL_RUNNABLE)
-def test_perl_attacks_do_real_harm_and_are_flagged(tmp_path: Path, source: str, kind: str,
-                                                    args: list[str]) -> None:
-    victim = _victim(tmp_path, kind)
-    _run(["perl", "-e", source, *args], tmp_path)
-    assert _harmed(victim, kind), "the attack did not work: the test proves nothing"
-    assert flagged(analyse_code("perl", source), "victim")
 
 
 @pytest.mark.skipif(shutil.which("perl") is None, reason="perl is not installed here")
@@ -778,11 +758,24 @@ NODE_RUNNABLE = [
 ]
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed here")
-@pytest.mark.parametrize(("source", "kind"), NODE_RUNNABLE)
-def test_node_attacks_do_real_harm_and_are_flagged(tmp_path: Path, source: str,
-                                                    kind: str) -> None:
+def _runs(program: str, flag: str, language: str,
+          cases: list[tuple[str, str, list[str]]]) -> list[object]:
+    missing = shutil.which(program) is None
+    return [pytest.param([program if program != "python3" else sys.executable, flag, source,
+                          *args], language, source, kind,
+                         marks=pytest.mark.skipif(missing, reason=f"{program} is not installed"),
+                         id=f"{language}: {source[:50]}")
+            for source, kind, args in cases]
+
+
+@pytest.mark.parametrize(("argv", "language", "source", "kind"), [
+    *_runs("python3", "-c", "python", RUNNABLE), *_runs("perl", "-e", "perl", PERL_RUNNABLE),
+    *_runs("node", "-e", "javascript", [(s, k, []) for s, k in NODE_RUNNABLE]),
+])
+def test_attacks_do_real_harm_and_are_flagged(tmp_path: Path, argv: list[str], language: str,
+                                              source: str, kind: str) -> None:
     victim = _victim(tmp_path, kind)
-    _run(["node", "-e", source], tmp_path)
+    _run(argv, tmp_path)
     assert _harmed(victim, kind), "the attack did not work: the test proves nothing"
-    assert flagged(analyse_code("javascript", source), "victim")
+    effects = analyse_code(language, source)
+    assert flagged(effects, "victim") or flagged(effects, "evil.sh"), effects
