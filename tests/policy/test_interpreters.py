@@ -298,6 +298,16 @@ def test_code_computed_at_run_time_is_dynamic() -> None:
     assert code is not None and "run time" in code.unparseable
 
 
+def test_code_in_a_glob_is_what_bash_expands_it_to() -> None:
+    """`python3 -c __import__*` runs the name of a file the agent created."""
+    code = inline_code("python3", [Word("-c"), Word("__import__*", globby=True)])
+    assert code is not None and code.dynamic
+    code = inline_code("perl", [Word("-e"), Word("print 1"), Word("*", globby=True)])
+    assert code is not None and "run time" in code.unparseable  # a file named -M... is an option
+    code = inline_code("python3", [Word("x.py"), Word("*.txt", globby=True)])
+    assert code is not None and code.args[0].lead_dynamic and not code.unparseable
+
+
 def test_bun_exec_is_a_shell_string() -> None:
     code, effects = invoke("bun exec 'rm -rf victim'")
     assert code is not None and code.language == "bash"

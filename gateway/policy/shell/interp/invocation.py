@@ -24,7 +24,15 @@ def inline_code(program: str, args: Sequence[Word]) -> InlineCode | None:
         return None
     language = INTERPRETERS[base]
     handler = _HANDLERS.get(base) or _LANGUAGE_HANDLERS.get(language, _opaque)
-    return handler(language, args)
+    return handler(language, [_settled(w) for w in args])
+
+
+def _settled(word: Word) -> Word:
+    """A word with unquoted glob characters becomes whatever file names match: unknown."""
+    if not word.globby:
+        return word
+    lead = word.lead_dynamic or word.text[:1] in ("*", "?", "[", "{")
+    return Word(word.text, dynamic=True, lead_dynamic=lead, globby=True)
 
 
 def _code(scanned: Scanned, *options: str) -> tuple[str | None, bool]:
