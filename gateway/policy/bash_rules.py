@@ -96,20 +96,26 @@ def _operands(tokens: tuple[re.Pattern[str] | str, ...], words: tuple[Word, ...]
 
 def _seq(tokens: tuple[re.Pattern[str] | str, ...], ti: int, words: tuple[Word, ...], wi: int,
          prefix: bool) -> int:
-    if ti == len(tokens):
-        return Match.YES if (prefix or wi == len(words)) else Match.NO
-    token = tokens[ti]
-    if token == STAR:
-        return max(
-            (_seq(tokens, ti + 1, words, k, prefix) for k in range(wi, len(words) + 1)),
-            default=Match.NO,
-        )
-    if wi == len(words):
-        return Match.NO
-    here = _word_ok(token, words[wi])
-    if here == Match.NO:
-        return Match.NO
-    return min(here, _seq(tokens, ti + 1, words, wi + 1, prefix))
+    """Best match of tokens[ti:] against words[wi:]: a table over (token, word) positions,
+    so `*` tokens cost O(tokens x words), never exponential in the stars."""
+    n_tokens, n_words = len(tokens), len(words)
+    # best[w] for the current token index: the result of matching tokens[t:] to words[w:]
+    best = [Match.YES if (prefix or w == n_words) else Match.NO for w in range(n_words + 1)]
+    for t in range(n_tokens - 1, ti - 1, -1):
+        token = tokens[t]
+        current = [Match.NO] * (n_words + 1)
+        if token == STAR:
+            running = Match.NO
+            for w in range(n_words, -1, -1):
+                running = max(running, best[w])
+                current[w] = running
+        else:
+            for w in range(n_words - 1, -1, -1):
+                here = _word_ok(token, words[w])
+                if here != Match.NO:
+                    current[w] = min(here, best[w + 1])
+        best = current
+    return best[wi]
 
 
 def parse_bash_pattern(content: str) -> BashPattern:

@@ -9,6 +9,8 @@ an upper one. Pure apart from resolving symlinks of paths that exist.
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -26,8 +28,9 @@ from gateway.policy.compiled import (
     Rule,
 )
 from gateway.policy.domains import url_hosts
-from gateway.policy.paths import path_targets
+from gateway.policy.paths import glob_in, path_targets
 from gateway.policy.rulestring import PATH_TOOLS
+from gateway.policy.shell.argv import normalize_name
 from gateway.policy.shell.scan import Scan, SimpleCommand, scan
 from gateway.types import Decision, DecisionKind, ToolCall
 
@@ -55,33 +58,62 @@ class Explanation:
     scan: Scan | None
     layer_outcomes: tuple[tuple[str, DecisionKind, str], ...]
     """(layer, kind, rule id) per layer."""
+    allow_withheld: str = ""
+    """Why allow rules (and `default: allow`) could not cover this Bash command."""
 
 
 def decide(policy: Policy, call: ToolCall) -> Decision:
     return explain(policy, call).decision
 
 
+LIMIT_RULE = "builtin:analysis-limit"
+LOOKAHEAD_HITS = 8
+"""Denied command names looked for in one unknown program's arguments before giving up."""
+
+
 def explain(policy: Policy, call: ToolCall) -> Explanation:
     bash = _bash_scan(call)
+    if bash is not None and bash.refused:
+        decision = Decision("deny", LIMIT_RULE, f"agent-gateway: {bash.refused}",
+                            policy_hash=policy.bundle_hash)
+        return Explanation(decision, (), bash, ())
     all_hits: list[Hit] = []
     outcomes: list[tuple[str, DecisionKind, str, str, str]] = []
+    withheld = _allow_withheld(bash) if bash is not None else ""
+    resolved = _Resolved(policy, call, bash) if bash is not None and bash.accesses else None
     for layer in policy.layers:
-        hits, allowed = _layer_hits(layer, call, bash)
+        hits, allowed = _layer_hits(layer, call, bash, resolved)
         all_hits.extend(hits)
-        outcomes.append(_layer_outcome(layer, hits, allowed))
+        outcomes.append(_layer_outcome(layer, hits, allowed and not withheld, bool(withheld)))
     return Explanation(
         _combine(policy, outcomes, all_hits),
         tuple(all_hits),
         bash,
         tuple((name, kind, rid) for name, kind, rid, _, _ in outcomes),
+        withheld,
     )
+
+
+def _allow_withheld(bash: Scan) -> str:
+    """An allow promises that nothing else runs: never for a Bash command that is not fully
+    known, or that carries code in options or environment (the safe-allow rule)."""
+    if bash.unparseable:
+        return f"it cannot be fully analysed ({bash.unparseable})"
+    if bash.unsafe_for_allow:
+        return bash.unsafe_for_allow
+    for command in bash.commands:
+        if command.carries_code:
+            return f"`{command.text[:80]}`: {command.carries_code}"
+        if command.speculative:
+            return f"`{command.text[:80]}` may be run by a program the gateway does not know"
+    return ""
 
 
 def _bash_scan(call: ToolCall) -> Scan | None:
     if call.tool_name != "Bash":
         return None
     command = call.tool_input.get("command")
-    return scan(command if isinstance(command, str) else "")
+    return scan(command if isinstance(command, str) else "", call.cwd)
 
 
 def _rules_for(layer: Layer, tool: str) -> Iterable[Rule]:
@@ -97,7 +129,8 @@ def _hit(layer: Layer, rule: Rule, matched: str, decision: DecisionKind | None =
                rule.reason if reason is None else reason, matched, rule.text)
 
 
-def _layer_hits(layer: Layer, call: ToolCall, bash: Scan | None) -> tuple[list[Hit], bool]:
+def _layer_hits(layer: Layer, call: ToolCall, bash: Scan | None, resolved: _Resolved | None
+                ) -> tuple[list[Hit], bool]:
     """Matching rules of one layer, and whether allow rules cover the whole call."""
     hits: list[Hit] = []
     tool_allowed = False
@@ -108,41 +141,181 @@ def _layer_hits(layer: Layer, call: ToolCall, bash: Scan | None) -> tuple[list[H
             tool_allowed = tool_allowed or (rule.decision == "allow" and not rule.monitor)
     if bash is None:
         return hits, tool_allowed
+    if resolved is not None:
+        _file_hits(layer, call, bash, hits, resolved)
     return hits, _bash_hits(layer, bash, hits) or tool_allowed
+
+
+class _Resolved:
+    """Where each path a Bash command names lands, resolved once per decision for every
+    layer (symlinks and hard links cost system calls)."""
+
+    def __init__(self, policy: Policy, call: ToolCall, bash: Scan) -> None:
+        self.call, self.bash = call, bash
+        self.roots = tuple(dict.fromkeys(
+            (call.cwd or "/", *(_root(r, call.cwd) for layer in policy.layers
+                                for tool in ("Read", "Edit") for r in layer.by_tool.get(tool, ())
+                                if isinstance(r.matcher, PathRule) and r.decision != "allow"))))
+        self.cache: dict[str, tuple[str, ...] | None] = {}
+
+    def targets(self, raw: str) -> tuple[str, ...] | None:
+        if raw not in self.cache:
+            self.cache[raw] = _access_targets(raw, self.bash, self.call.cwd, self.roots)
+        return self.cache[raw]
+
+
+def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
+               resolved: _Resolved) -> None:
+    """Read and Edit rules hold through Bash: every file a command reads or writes is
+    checked like the file tools' paths (deny and ask rules; allow rules do not apply)."""
+    families = {mode: [r for r in layer.by_tool.get(tool, ()) if r.decision != "allow"
+                       and isinstance(r.matcher, PathRule)]
+                for mode, tool in (("read", "Read"), ("write", "Edit"))}
+    if not families["read"] and not families["write"]:
+        return
+    seen: set[tuple[str, str, bool]] = set()
+    for access in bash.accesses:
+        rules = families[access.mode]
+        key = (access.mode, access.path.text, access.possible)
+        if not rules or key in seen:
+            continue
+        seen.add(key)
+        path = access.path
+        if path.dynamic:
+            rule = _could_match(rules, path.text, call.cwd)
+            if rule is not None:
+                hits.append(_uncertain(layer, rule, access.command,
+                                       f"it {access.mode}s a path computed at run time"))
+            continue
+        targets = resolved.targets(path.text)
+        for rule in rules:
+            matcher = rule.matcher
+            assert isinstance(matcher, PathRule)
+            if targets is None or matcher.pattern.matches(targets, call.cwd, anywhere=True):
+                why = ("a glob that names no file yet" if targets is None else
+                       "an unknown program may open it") if targets is None or (
+                    access.possible) else ""
+                hits.append(_uncertain(layer, rule, access.command, why) if why
+                            else _hit(layer, rule, access.command))
+                break
+
+
+def _could_match(rules: list[Rule], text: str, cwd: str) -> Rule | None:
+    """The first rule a run-time path could match. With nothing static after its last
+    expansion (`"$f"`), any; with a static tail (`"$d/id_rsa"`), the rules that match that
+    tail placed in their own directory."""
+    tail = re.split(r"\$\{[^}]*\}|\$\(.*\)|`[^`]*`|\$[A-Za-z_0-9@*#?$!-]+", text)[-1]
+    if "/" not in tail and not tail:
+        return rules[0]
+    tail = tail.lstrip("/")
+    for rule in rules:
+        matcher = rule.matcher
+        assert isinstance(matcher, PathRule)
+        root = matcher.pattern.search_root(cwd)
+        if not tail or matcher.pattern.matches((os.path.join(root, tail),), cwd, anywhere=True):
+            return rule
+    return None
+
+
+def _root(rule: Rule, cwd: str) -> str:
+    matcher = rule.matcher
+    return matcher.pattern.search_root(cwd) if isinstance(matcher, PathRule) else cwd
+
+
+def _access_targets(raw: str, bash: Scan, cwd: str, roots: tuple[str, ...]
+                    ) -> tuple[str, ...] | None:
+    """Absolute forms of a path as the command could resolve it (symlinks, hard links,
+    every directory it may `cd` to, glob matches); None for a glob matching nothing."""
+    bases = bash.cwds or (cwd or "/",)
+    found: list[str] = []
+    for base in bases:
+        names = [raw]
+        if any(c in raw for c in "*?["):
+            names = glob_in(raw, base)
+            if not names:
+                return None
+        for name in names:
+            found.extend(path_targets(name, base, roots))
+    if bash.cwd_unknown and not raw.startswith(("/", "~")):
+        found.append(raw)  # a floating rule (**/.env) still sees the name
+    return tuple(dict.fromkeys(found))
 
 
 def _bash_hits(layer: Layer, bash: Scan, hits: list[Hit]) -> bool:
     """Adds per-command hits; True when every command that runs is allowed."""
-    if bash.unparseable and layer.has_bash_deny:
-        hits.append(Hit(layer.name, f"{layer.name}:unparseable", layer.unparseable,
-                        layer.mode == "monitor",
-                        f"{bash.unparseable}; such commands are not run while Bash deny "
-                        "rules apply", "", "unparseable"))
     all_allowed = not bash.unparseable and bool(bash.commands)
+    generic = layer.bash_generic
     for command in bash.commands:
         allowed = False
-        for rule in (*layer.bash_by_name.get(command.name, ()), *layer.bash_generic):
+        named = layer.bash_by_name.get(command.name, ())
+        for rule in (*named, *generic) if generic else named:
             if isinstance(rule.matcher, BashPipeline):
                 continue
             result = _match_command(rule, command)
             if result == Match.NO:
                 continue
+            if command.speculative:
+                if rule.decision != "allow":
+                    hits.append(_uncertain(layer, rule, command.text,
+                                           f"an unknown program ({command.via[-1][:-1]}) "
+                                           "may run it"))
+                continue
             if result == Match.YES:
                 hits.append(_hit(layer, rule, command.text))
                 allowed = allowed or (rule.decision == "allow" and not rule.monitor)
             elif rule.decision != "allow":
-                hits.append(_hit(layer, rule, command.text,
-                                 layer.unparseable if rule.decision == "deny" else "ask",
-                                 f"{rule.reason or rule.text} (a value computed at run time "
-                                 "could match)".strip()))
-        if not allowed:  # wrappers too: allowing ls does not allow sudo ls
+                hits.append(_uncertain(layer, rule, command.text,
+                                       "a value computed at run time could match"))
+        if command.opaque:
+            _look_ahead(layer, command, hits)
+        if not allowed or command.carries_code:  # wrappers too: allowing ls does not allow sudo ls
             all_allowed = False
     for rule in layer.bash_generic:
         if isinstance(rule.matcher, BashPipeline):
             chain = _pipeline(rule.matcher, bash)
             if chain:
                 hits.append(_hit(layer, rule, chain))
+    if bash.unparseable and layer.has_bash_deny:
+        hits.append(Hit(layer.name, f"{layer.name}:unparseable", layer.unparseable,
+                        layer.mode == "monitor",
+                        f"{bash.unparseable}; such commands are not run while Bash deny "
+                        "rules apply", "", "unparseable"))
     return all_allowed
+
+
+def _uncertain(layer: Layer, rule: Rule, matched: str, why: str) -> Hit:
+    return _hit(layer, rule, matched, layer.unparseable if rule.decision == "deny" else "ask",
+                f"{rule.reason or rule.text} ({why})".strip())
+
+
+def _look_ahead(layer: Layer, command: SimpleCommand, hits: list[Hit]) -> None:
+    """An unknown program may be a wrapper: `frob --x rm -rf y` may run `rm -rf y`.
+
+    Each argument that names a command a deny or ask rule is about is read as the start of
+    a wrapped command; a match is uncertain (decided as the layer's `unparseable`).
+    """
+    found = 0
+    words = command.words
+    for start in range(1, len(words)):
+        word = words[start]
+        if word.dynamic or word.globby or (word.text.startswith(".") or ("/" in word.text
+                                           and not word.text.startswith("/"))):
+            continue
+        name = normalize_name(word.text)
+        rules = [r for r in layer.bash_by_name.get(name, ()) if r.decision != "allow"]
+        if not rules:
+            continue
+        found += 1
+        if found > LOOKAHEAD_HITS:
+            return
+        inner = SimpleCommand(name, " ".join(w.text for w in words[start:]), command.via,
+                              words=tuple(words[start:]))
+        for rule in rules:
+            if _match_command(rule, inner) != Match.NO:
+                hits.append(_uncertain(layer, rule, command.text,
+                                       f"{command.name} is not a program the gateway knows; "
+                                       f"it may run `{inner.text[:80]}`"))
+                return
 
 
 def _match_command(rule: Rule, command: SimpleCommand) -> int:
@@ -155,23 +328,27 @@ def _match_command(rule: Rule, command: SimpleCommand) -> int:
 
 
 def _pipeline(matcher: BashPipeline, bash: Scan) -> str:
-    """Text of a producer -> consumer chain matching the stages, or ''."""
-    frontier = [i for i, c in enumerate(bash.commands)
-                if any(p.match(c) for p in matcher.stages[0])]
-    chain = {i: bash.commands[i].text for i in frontier}
-    for stage in matcher.stages[1:]:
-        nxt: dict[int, str] = {}
-        for j, command in enumerate(bash.commands):
-            if not any(p.match(command) for p in stage):
-                continue
-            for i in chain:
-                if bash.feeds(i, j):
-                    nxt[j] = f"{chain[i]} | {command.text}"
-                    break
-        chain = nxt
-        if not chain:
-            return ""
-    return next(iter(chain.values()), "")
+    """Text of a producer -> consumer chain matching the stages, or ''.
+
+    Linear in the flows' size: each flow's stages are walked once per rule stage.
+    """
+    commands = bash.commands
+    for flow in bash.flows:
+        chain: list[str] = []
+        position = 0
+        for stage in matcher.stages:
+            found = None
+            while position < len(flow) and found is None:
+                start, end = flow[position]
+                found = next((commands[k].text for k in range(start, end)
+                              if any(p.match(commands[k]) for p in stage)), None)
+                position += 1
+            if found is None:
+                break
+            chain.append(found)
+        else:
+            return " | ".join(chain)
+    return ""
 
 
 def _match_call(rule: Rule, call: ToolCall, bash: Scan | None) -> str | None:
@@ -183,8 +360,9 @@ def _match_call(rule: Rule, call: ToolCall, bash: Scan | None) -> str | None:
         raw = _path_input(call)
         if raw is None:
             return None
-        targets = path_targets(raw, call.cwd)
         anywhere = rule.decision != "allow"
+        roots = (call.cwd or "/", matcher.pattern.search_root(call.cwd)) if anywhere else ()
+        targets = path_targets(raw, call.cwd, roots)
         return targets[0] if matcher.pattern.matches(targets, call.cwd, anywhere=anywhere) else None
     if isinstance(matcher, DomainRule):
         url = call.tool_input.get("url")
@@ -224,7 +402,7 @@ def _summary(call: ToolCall) -> str:
     return call.tool_name
 
 
-def _layer_outcome(layer: Layer, hits: list[Hit], allowed: bool
+def _layer_outcome(layer: Layer, hits: list[Hit], allowed: bool, withheld: bool = False
                    ) -> tuple[str, DecisionKind, str, str, str]:
     enforced = [h for h in hits if not h.monitor]
     for kind in ("deny", "ask"):
@@ -234,7 +412,7 @@ def _layer_outcome(layer: Layer, hits: list[Hit], allowed: bool
     if allowed:
         first = next(h for h in enforced if h.decision == "allow")
         return layer.name, "allow", first.rule_id, first.reason, first.matched
-    if layer.default == "abstain":
+    if layer.default == "abstain" or (layer.default == "allow" and withheld):
         return layer.name, "abstain", "", "", ""
     return (layer.name, layer.default, f"{layer.name}:default",
             f"no rule of {layer.name} matched; its default is {layer.default}", "")

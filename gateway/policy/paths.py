@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,6 +24,14 @@ class PathPattern:
     floating: bool
     """An unanchored pattern (`*.env`): deny and ask rules also apply outside cwd."""
     source: str
+    prefix: str = ""
+    """The literal directory the pattern starts in, relative to its anchor (`.ssh` for
+    `~/.ssh/**`): where other names of a hard-linked file are looked for."""
+
+    def search_root(self, cwd: str) -> str:
+        if self.floating:
+            return cwd or "/"
+        return os.path.join(_bases(self.anchor, cwd)[0], self.prefix)
 
     def matches(self, targets: tuple[str, ...], cwd: str, *, anywhere: bool) -> bool:
         bases = _bases(self.anchor, cwd)
@@ -77,14 +86,70 @@ def compile_path_pattern(content: str) -> PathPattern:
     if regex is None or not include:
         raise ValueError(f"bad path pattern {content!r}: negations are not supported")
     floating = not body.startswith("/") and "/" not in body.rstrip("/").removeprefix("**/")
-    return PathPattern(anchor, re.compile(regex), floating, content)
+    literal = re.split(r"[*?\[]", body.lstrip("/"), maxsplit=1)[0]
+    prefix = literal.rsplit("/", 1)[0] if "/" in literal else ""
+    return PathPattern(anchor, re.compile(regex), floating, content, prefix)
 
 
-def path_targets(raw: str, cwd: str) -> tuple[str, ...]:
-    """The path as written (normalized) and, where it differs, with symlinks resolved."""
+def path_targets(raw: str, cwd: str, link_roots: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The path as written (normalized), with symlinks resolved, and, for a file with more
+    than one hard link, its other names under `link_roots` (the same inode is the same
+    secret whatever it is called)."""
     expanded = os.path.expanduser(raw)
     if not os.path.isabs(expanded):
         expanded = os.path.join(cwd or "/", expanded)
     lexical = "/" + os.path.normpath(expanded).lstrip("/")
     real = os.path.realpath(lexical)
-    return (lexical,) if real == lexical else (lexical, real)
+    found: tuple[str, ...] = (lexical,) if real == lexical else (lexical, real)
+    if link_roots:
+        found += hard_link_names(real, link_roots)
+    return found
+
+
+MAX_LINK_SEARCH = 20_000
+"""Directory entries looked at when searching for another name of a hard-linked file."""
+
+
+def hard_link_names(path: str, roots: tuple[str, ...]) -> tuple[str, ...]:
+    """Other names of `path` (same device and inode) under `roots`, bounded."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return ()
+    if info.st_nlink < 2 or not stat.S_ISREG(info.st_mode):
+        return ()
+    target = (info.st_dev, info.st_ino)
+    found: list[str] = []
+    budget = MAX_LINK_SEARCH
+    pending = [r for r in dict.fromkeys(roots) if os.path.isdir(r)]
+    while pending and budget > 0:
+        directory = pending.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            budget -= 1
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != ".git":
+                        pending.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    seen = entry.stat(follow_symlinks=False)
+                    if (seen.st_dev, seen.st_ino) == target and entry.path != path:
+                        found.append(entry.path)
+            except OSError:
+                continue
+    return tuple(found)
+
+
+def glob_in(pattern: str, cwd: str, limit: int = 256) -> list[str]:
+    """Names a glob expands to in `cwd` now (bash's rules: dotfiles only for a leading dot);
+    [] when none (bash then passes the pattern itself)."""
+    import glob as globbing
+
+    try:
+        found = globbing.glob(os.path.expanduser(pattern), root_dir=cwd or "/")
+    except (OSError, ValueError):
+        return []
+    return found[:limit]

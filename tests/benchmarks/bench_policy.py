@@ -3,14 +3,17 @@
     python tests/benchmarks/bench_policy.py
 
 Prints decision latency p50/p99 for 10, 100 and 1,000 rules on 200-character compound Bash
-commands, and the command hook's whole-process time per call with a warm policy cache.
-Budgets (DESIGN.md): p99 < 1 ms at 1,000 rules; hook < 150 ms per call.
+commands; the worst cases (a 3,000-stage pipeline and a 256 KiB command), time and peak
+memory in process and as a hook; and the command hook's whole-process time per call with a
+warm policy cache. Budgets (DESIGN.md): p99 < 1 ms at 1,000 rules; 3,000-stage pipeline
+< 100 ms and < 64 MB in process.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -87,6 +90,67 @@ def bench_decide(tmp: Path) -> None:
               f"p99 {percentile(samples, 0.99):.3f} ms   (n={len(samples)})")
 
 
+WORST_CASES = {
+    "3,000-stage pipeline": " | ".join(["grep -v foo"] * 3000),
+    "256 KiB command": ("; ".join(["echo hello world && ls -la src | grep x"] * 7000)
+                        )[: 256 * 1024 - 16],
+}
+_IN_PROCESS = """
+import json, resource, sys, time, tracemalloc
+from gateway.policy import decide, load_policy
+from gateway.types import ToolCall
+policy = load_policy(sys.argv[1:])
+command = sys.stdin.read()
+decide(policy, ToolCall("Bash", {"command": "ls"}, cwd="/srv/project"))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+times = []
+for _ in range(5):
+    start = time.perf_counter()
+    decision = decide(policy, ToolCall("Bash", {"command": command}, cwd="/srv/project"))
+    times.append((time.perf_counter() - start) * 1000)
+rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+tracemalloc.start()
+decide(policy, ToolCall("Bash", {"command": command}, cwd="/srv/project"))
+peak = tracemalloc.get_traced_memory()[1] / 1e6
+print(json.dumps({"times": times, "rss": rss, "py": peak, "decision": decision.kind,
+                  "rule": decision.rule_id}))
+"""
+
+
+def bench_worst_cases(tmp: Path) -> None:
+    """Each case in a fresh process, so peak RSS is the decision's own."""
+    policy = ROOT / "policies" / "org.yaml"
+    env = {**os.environ, "AGENT_GATEWAY_HOME": str(tmp / "home")}
+    print("worst cases (budget: 3,000-stage pipeline < 100 ms and < 64 MB in process)")
+    for label, command in WORST_CASES.items():
+        size = len(command.encode()) / 1024
+        done = subprocess.run([sys.executable, "-c", _IN_PROCESS, str(policy)],
+                              input=command.encode(), capture_output=True, env=env, check=True)
+        figures = json.loads(done.stdout)
+        times = figures["times"]
+        print(f"  {label} ({size:.0f} KiB), in process: median {statistics.median(times):.1f} ms"
+              f" (min {min(times):.1f}, max {max(times):.1f}), peak RSS +{figures['rss']:.0f} MB"
+              f" (Python heap {figures['py']:.0f} MB), decision {figures['decision']}"
+              + (f" [{figures['rule']}]" if figures["rule"] else ""))
+        hook_input = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                                 "session_id": "s", "tool_use_id": "t", "cwd": "/srv/project",
+                                 "tool_input": {"command": command}}).encode()
+        argv = [sys.executable, "-m", "gateway", "hook", "pre-tool-use", "--policy", str(policy)]
+        subprocess.run(argv, input=hook_input, env=env, capture_output=True, check=False)
+        samples = []
+        for _ in range(5):
+            start = time.perf_counter()
+            result = subprocess.run(argv, input=hook_input, env=env, capture_output=True,
+                                    check=False)
+            samples.append((time.perf_counter() - start) * 1000)
+        child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        output = json.loads(result.stdout or b"null") if result.returncode == 0 else None
+        verdict = (f"exit {result.returncode}" if output is None else
+                   output.get("hookSpecificOutput", {}).get("permissionDecision", "abstain"))
+        print(f"  {label}, as a hook: median {statistics.median(samples):.0f} ms per call, "
+              f"largest child RSS so far {child_rss:.0f} MB, decision {verdict}")
+
+
 def bench_hook(tmp: Path) -> None:
     policies = [str(ROOT / "policies" / n) for n in ("org.yaml", "team.yaml", "project.yaml")]
     env = {**os.environ, "AGENT_GATEWAY_HOME": str(tmp / "home")}
@@ -125,6 +189,7 @@ def _timed(argv: list[str], stdin: bytes, env: dict[str, str], count: int) -> li
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         bench_decide(Path(tmp))
+        bench_worst_cases(Path(tmp))
         bench_hook(Path(tmp))
 
 

@@ -107,16 +107,19 @@ def test_rule_reason_and_id(policy_from: Build) -> None:
     assert decision.matched == "rm y"
 
 
-def test_pipeline_rule(policy_from: Build) -> None:
+def test_pipeline_rule(policy_from: Build, tmp_path: Path) -> None:
     policy = policy_from("""
         version: 1
         rules:
           - id: pipe-shell
             pipeline: [[curl, wget], [sh, bash]]
         """)
-    assert decide(policy, bash("curl -s x | tee f | sudo bash")).kind == "deny"
-    assert decide(policy, bash("bash <(curl -s x)")).kind == "deny"
-    assert decide(policy, bash("curl -s x > f; bash f")).kind == "abstain"
+    assert decide(policy, bash("curl -s x | tee f | sudo bash")).rule_id == "pipe-shell"
+    assert decide(policy, bash("bash <(curl -s x)")).rule_id == "pipe-shell"
+    assert decide(policy, bash("curl -s x > f; ls f")).kind == "abstain"
+    # Not a pipe, but the script bash runs is written by the same command: unknown text.
+    written = decide(policy, bash("curl -s x > f; bash f", cwd=str(tmp_path)))
+    assert (written.kind, written.rule_id) == ("deny", "org.yaml:unparseable")
 
 
 def test_regex_rule_on_bash_and_field(policy_from: Build) -> None:

@@ -18,11 +18,16 @@ from gateway.policy.shell.words import Word
 class Spec:
     canon: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     values: frozenset[str] = frozenset()
+    optional: frozenset[str] = frozenset()
+    """Options whose value is optional and, when given, attached (xargs -i, --replace=R)."""
     longs: tuple[str, ...] = ()
     sub: bool = False
     single_dash_long: bool = False
     unordered: bool = False
     plus_means: str = ""
+    options_after_dashdash: bool = False
+    """Option-like words after `--` still count as options (git push -- --force: denied
+    although git reads it as a refspec, so no spelling of a forced push gets through)."""
 
 
 def _spec(raw: Mapping[str, Any]) -> Spec:
@@ -33,10 +38,13 @@ def _spec(raw: Mapping[str, Any]) -> Spec:
     for spelling, meaning in raw.get("means", {}).items():
         canon[spelling] = tuple(meaning)
     values = frozenset(raw.get("values", []))
+    optional = frozenset(raw.get("optional", []))
     sdl = bool(raw.get("single_dash_long", False))
-    longs = tuple(sorted({s for s in (*canon, *values) if s.startswith("--" if not sdl else "-")}))
-    return Spec(canon, values, longs, bool(raw.get("sub")), sdl, bool(raw.get("unordered")),
-                str(raw.get("plus_means", "")))
+    longs = tuple(sorted({s for s in (*canon, *values, *optional)
+                          if s.startswith("--" if not sdl else "-")}))
+    return Spec(canon, values, optional, longs, bool(raw.get("sub")), sdl,
+                bool(raw.get("unordered")), str(raw.get("plus_means", "")),
+                bool(raw.get("options_after_dashdash")))
 
 
 SPECS: dict[str, Spec] = {key: _spec(raw) for key, raw in OPTIONS.items()}
@@ -68,13 +76,17 @@ def _resolve_long(spec: Spec, opt: str) -> str:
     return hits[0] if len(hits) == 1 else opt
 
 
-def analyze(name: str, args: Sequence[Word]) -> Invocation:
-    """Split `args` of command `name` into canonical options and operands."""
+def analyze(name: str, args: Sequence[Word], *, appended: bool = False) -> Invocation:
+    """Split `args` of command `name` into canonical options and operands.
+
+    `appended`: more arguments are added at run time (xargs, parallel), so options the
+    command does not show here may still reach it.
+    """
     key = name
     spec = SPECS.get(key, _PLAIN)
     flags: dict[str, list[str]] = {}
     operands: list[Word] = []
-    flaggy = False
+    flaggy = appended
     after_sub = 0
     ended = False
 
@@ -89,17 +101,21 @@ def analyze(name: str, args: Sequence[Word]) -> Invocation:
         word = args[i]
         text = word.text
         i += 1
-        if not ended and word.lead_dynamic:
+        optioned = not ended or spec.options_after_dashdash
+        if optioned and word.may_be_option:
             flaggy = True
             operands.append(word)
             continue
         if not ended and text == "--":
             ended = True
             continue
-        if not ended and len(text) > 1 and text[0] == "-":
+        if optioned and len(text) > 1 and text[0] == "-":
             if text.startswith("--") or spec.single_dash_long:
                 opt, eq, value = text.partition("=")
                 opt = _resolve_long(spec, opt)
+                if opt in spec.optional:
+                    add(opt, value if eq else None)
+                    continue
                 if not eq and opt in spec.values and i < len(args):
                     value, i = args[i].text, i + 1
                 add(opt, value if (eq or opt in spec.values) else None)
@@ -107,6 +123,9 @@ def analyze(name: str, args: Sequence[Word]) -> Invocation:
             chars = text[1:]
             for j, char in enumerate(chars):
                 opt = "-" + char
+                if opt in spec.optional:
+                    add(opt, chars[j + 1 :] or None)
+                    break
                 if opt in spec.values:
                     value = chars[j + 1 :]
                     if not value and i < len(args):

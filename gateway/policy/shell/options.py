@@ -8,6 +8,8 @@ Key: a command name, or "name subcommand" for tools whose first operand picks a 
 - `single_dash_long`: options like find's -delete are whole words, not bundles.
 - `unordered`: operands are key=value settings whose order does not matter (dd).
 - `plus_means`: an operand starting with '+' implies this option (git push +main).
+- `optional`: options whose value is optional and attached when given (xargs -i, -iR).
+- `options_after_dashdash`: option-like words after `--` still count as options.
 Long options also match by unique prefix (GNU getopt and git accept --forc for --force).
 """
 
@@ -51,11 +53,13 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "git": {"sub": True,
             "values": ["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
                        "--super-prefix", "--exec-path"]},
-    "git push": {"same": [["--force", "-f"], ["--delete", "-d"], ["--mirror"], ["--all"],
+    "git push": {"same": [["--force", "-f"], ["--delete", "-d"], ["--all"],
                           ["--tags"], ["--force-with-lease"], ["--force-if-includes"],
                           ["--prune"], ["--no-verify"], ["-u", "--set-upstream"]],
+                 # --mirror overwrites every remote ref: a forced push of everything.
+                 "means": {"--mirror": ["--mirror", "--force"]},
                  "values": ["--repo", "-o", "--push-option", "--receive-pack", "--exec"],
-                 "plus_means": "--force"},
+                 "plus_means": "--force", "options_after_dashdash": True},
     "git reset": {"same": [["--hard"], ["--soft"], ["--mixed"], ["--merge"], ["--keep"]]},
     "git clean": {"same": [["-f", "--force"], ["-d"], ["-x"], ["-X"], ["-n", "--dry-run"],
                            ["-i", "--interactive"]],

@@ -6,7 +6,6 @@ characters are marked too, since bash rewrites such words before running them.
 
 from __future__ import annotations
 
-import codecs
 import re
 from dataclasses import dataclass
 
@@ -23,10 +22,11 @@ _DYNAMIC = frozenset(
 )
 _BRACE = re.compile(r"\{[^{}]*,[^{}]*\}|\{[^{}]*\.\.[^{}]*\}")
 _ESCAPE = re.compile(r"\\(.)", re.S)
+_PLAIN_WORD = frozenset("*?[{\\")
 _DQ_ESCAPE = re.compile(r'\\([$`"\\])')
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Word:
     text: str
     dynamic: bool = False
@@ -35,6 +35,13 @@ class Word:
     """The value starts with a run-time part, so it could begin with '-'."""
     globby: bool = False
     """Unquoted glob or brace characters: bash may turn it into other words."""
+
+    @property
+    def may_be_option(self) -> bool:
+        """Could start with '-' once expanded: `$o`, `-$o`, `-"$o"`, `*` (a file named -rf)."""
+        if self.lead_dynamic or (self.dynamic and self.text.startswith("-")):
+            return True
+        return self.globby and self.text[:1] in ("*", "?", "[", "{")
 
 
 def _text(node: Node) -> str:
@@ -45,12 +52,35 @@ def _unescape_unquoted(raw: str) -> str:
     return _ESCAPE.sub(r"\1", raw.replace("\\\n", ""))
 
 
+_SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
+                   "r": "\r", "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_ANSI_ESCAPE = re.compile(
+    r"\\(?:([abeEfnrtv\\'\"?])|([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})"
+    r"|U([0-9A-Fa-f]{1,8})|c(.))",
+    re.S,
+)
+
+
+def decode_ansi_c(body: str) -> str:
+    """The text of $'...' as bash decodes it (unknown escapes stay as written)."""
+
+    def one(found: re.Match[str]) -> str:
+        simple, octal, hex2, hex4, hex8, control = found.groups()
+        if simple is not None:
+            return _SIMPLE_ESCAPES[simple]
+        if control is not None:
+            return chr(ord(control.upper()) ^ 0x40) if control != "?" else "\x7f"
+        digits, base = next((d, b) for d, b in ((octal, 8), (hex2, 16), (hex4, 16), (hex8, 16))
+                            if d is not None)
+        code = int(digits, base) & (0xFF if base == 8 else 0x10FFFF)
+        return chr(code) if code < 0xD800 or code > 0xDFFF else "\ufffd"
+
+    text = _ANSI_ESCAPE.sub(one, body)
+    return text.split("\0", 1)[0]  # bash stops at a NUL
+
+
 def _ansi_c(raw: str) -> str:
-    body = raw[2:-1]
-    try:
-        return codecs.decode(body.encode("latin-1", "backslashreplace"), "unicode_escape")
-    except (UnicodeDecodeError, ValueError):
-        return body
+    return decode_ansi_c(raw[2:-1])
 
 
 def word_value(node: Node) -> Word:
@@ -76,6 +106,8 @@ def word_value(node: Node) -> Word:
         )
     raw = _text(node)
     if kind == "word":
+        if _PLAIN_WORD.isdisjoint(raw):
+            return Word(raw)  # the common case: no escapes, globs or braces
         unescaped = _unescape_unquoted(raw)
         stripped = re.sub(r"\\.", "", raw)
         globby = any(c in stripped for c in "*?[") or _BRACE.search(stripped) is not None

@@ -1,0 +1,151 @@
+"""What the scanner may look up on disk: script files a shell is asked to run, glob matches
+and git aliases. The one impure part of shell analysis, behind a small interface so tests
+can use `NO_FILES` and decisions stay bounded (sizes, counts) whatever the disk holds.
+"""
+
+from __future__ import annotations
+
+import configparser
+import glob as globbing
+import os
+import stat
+from dataclasses import dataclass
+from typing import Protocol
+
+from gateway.policy.shell.words import Word
+
+MAX_SCRIPT_BYTES = 256 * 1024
+MAX_GLOB_MATCHES = 256
+_SPECIAL_ROOTS = ("/dev/", "/proc/", "/sys/")
+
+
+@dataclass(frozen=True)
+class ScriptText:
+    text: str | None
+    """The script, or None when it cannot be known; `why` says why."""
+    why: str = ""
+
+
+class Files(Protocol):
+    def script(self, path: str, cwd: str) -> ScriptText: ...
+
+    def glob(self, pattern: str, cwd: str) -> list[str] | None:
+        """Names the pattern expands to now (None: cannot tell)."""
+        ...
+
+    def git_alias(self, name: str, cwd: str) -> Word | None:
+        """`alias.NAME` from the git configuration in force; a dynamic Word when it cannot
+        be known (a config that does not parse, or includes other files)."""
+        ...
+
+    def environment(self, name: str) -> str | None:
+        """A variable of the environment the command inherits (the hook's own, which
+        Claude Code passes on), or None."""
+        ...
+
+
+def resolve(path: str, cwd: str) -> str:
+    expanded = os.path.expanduser(path)
+    return os.path.normpath(os.path.join(cwd or "/", expanded))
+
+
+class DiskFiles:
+    """The real filesystem, read with caps."""
+
+    def script(self, path: str, cwd: str) -> ScriptText:
+        target = resolve(path, cwd)
+        real = os.path.realpath(target)
+        if any(p.startswith(_SPECIAL_ROOTS) for p in (target + "/", real + "/")) or path == "-":
+            return ScriptText(None, f"{path} is a device or process file, not a script on disk")
+        try:
+            info = os.stat(real)
+        except OSError:
+            return ScriptText(None, f"{path} does not exist yet (the command may write it)")
+        if not stat.S_ISREG(info.st_mode):
+            return ScriptText(None, f"{path} is not a regular file")
+        if info.st_size > MAX_SCRIPT_BYTES:
+            return ScriptText(None, f"{path} is larger than {MAX_SCRIPT_BYTES // 1024} KiB")
+        try:
+            with open(real, "rb") as handle:
+                data = handle.read(MAX_SCRIPT_BYTES + 1)
+        except OSError as exc:
+            return ScriptText(None, f"{path} cannot be read: {exc.strerror or exc}")
+        if len(data) > MAX_SCRIPT_BYTES:
+            return ScriptText(None, f"{path} is larger than {MAX_SCRIPT_BYTES // 1024} KiB")
+        return ScriptText(data.decode("utf-8", "replace"))
+
+    def glob(self, pattern: str, cwd: str) -> list[str] | None:
+        try:
+            found = globbing.glob(pattern, root_dir=cwd or "/")
+        except (OSError, ValueError):
+            return None
+        return found if len(found) <= MAX_GLOB_MATCHES else None
+
+    def git_alias(self, name: str, cwd: str) -> Word | None:
+        for path in _git_config_files(cwd):
+            value = _alias_in(path, name)
+            if value is not None:
+                return value
+        return None
+
+
+    def environment(self, name: str) -> str | None:
+        return os.environ.get(name)
+
+
+class NoFiles:
+    """Nothing on disk is known: scripts are unknown, globs cannot be expanded."""
+
+    def script(self, path: str, cwd: str) -> ScriptText:
+        return ScriptText(None, f"{path} is read at run time")
+
+    def glob(self, pattern: str, cwd: str) -> list[str] | None:
+        return None
+
+    def git_alias(self, name: str, cwd: str) -> Word | None:
+        return None
+
+    def environment(self, name: str) -> str | None:
+        return None
+
+
+DISK = DiskFiles()
+NO_FILES = NoFiles()
+
+
+def _git_config_files(cwd: str) -> list[str]:
+    files: list[str] = []
+    here = os.path.realpath(cwd or "/")
+    for _ in range(64):
+        candidate = os.path.join(here, ".git", "config")
+        if os.path.isfile(candidate):
+            files.append(candidate)
+            break
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    files += [os.path.join(home, ".gitconfig"), os.path.join(xdg, "git", "config"),
+              "/etc/gitconfig"]
+    return files
+
+
+def _alias_in(path: str, name: str) -> Word | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(MAX_SCRIPT_BYTES)
+    except OSError:
+        return None
+    parser = configparser.RawConfigParser(strict=False, interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return Word(f"({path} does not parse)", dynamic=True)
+    sections = [s for s in parser.sections() if s.lower().startswith(("include", "includeif"))]
+    if parser.has_section("alias") and parser.has_option("alias", name):
+        return Word(parser.get("alias", name).strip().strip('"'))
+    if sections:
+        return Word(f"({path} includes other files)", dynamic=True)
+    return None

@@ -1,0 +1,314 @@
+"""Which files a command reads and writes, from its argv, as data.
+
+Each entry says what the operands are (read, written, or sources then a destination) and
+which options name files. Redirections are the scanner's; code inside awk, sed and
+interpreters reports its own files. A program not listed here is unknown: its operands and
+option values are *possible* reads (a rule they match is uncertain).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from gateway.policy.shell.words import Word
+
+Mode = Literal["read", "write"]
+Operands = Literal["read", "write", "none", "to-last", "pattern-then-read", "script-then-read",
+                   "in-out", "archive"]
+
+
+@dataclass(frozen=True)
+class FileUse:
+    operands: Operands = "read"
+    """read: every operand is read; write: written (created, changed, deleted); none: not
+    files; to-last: sources read, the last operand written (cp, install, ln); in-out: the
+    first read, the second written (uniq, xxd); pattern-then-read: the first operand is a
+    pattern unless -e/-f gives it (grep); script-then-read: the first is a program text
+    (awk, sed, jq); archive: tar/zip (see `_archive`)."""
+    reads: frozenset[str] = frozenset()
+    writes: frozenset[str] = frozenset()
+    values: frozenset[str] = frozenset()
+    """Other options that take a value (so it is not mistaken for an operand)."""
+    pattern_opts: frozenset[str] = frozenset()
+    """Options that give the pattern/program, so every operand is a file (grep -e, sed -e)."""
+    in_place: frozenset[str] = frozenset()
+    """Options that make the operands written too (sed -i, perl -i)."""
+
+
+def _u(operands: Operands = "read", reads: str = "", writes: str = "", values: str = "",
+       pattern: str = "", in_place: str = "") -> FileUse:
+    return FileUse(operands, frozenset(reads.split()), frozenset(writes.split()),
+                   frozenset(values.split()), frozenset(pattern.split()),
+                   frozenset(in_place.split()))
+
+
+_READERS = ("cat tac head tail less more most nl wc base64 base32 basenc od hexdump strings "
+            "md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum cksum sum file "
+            "diff diff3 sdiff cmp comm join paste fold fmt pr expand unexpand rev shuf column "
+            "iconv zcat zless zmore bzcat xzcat zstdcat lzcat view vimdiff bat batcat")
+"""Shells, `source` and interpreters are not here: the scanner records the script they read."""
+_WRITERS = ("rm unlink rmdir shred touch truncate chmod chown chgrp mkdir mkfifo mknod tee "
+            "vi vim nvim nano emacs ed ex gzip gunzip bzip2 bunzip2 xz unxz zstd unzstd lz4 "
+            "sponge")
+
+_BUILTINS = ("read mapfile readarray let getopts hash ulimit umask shift break continue "
+             "return exit builtin exec trap eval bg fg disown suspend times caller complete "
+             "compgen enable fc bind popd dirs logout readonly typeset")
+
+FILE_USES: dict[str, FileUse] = {
+    **{name: _u("read") for name in _READERS.split()},
+    **{name: _u("write") for name in _WRITERS.split()},
+    "head": _u("read", values="-n --lines -c --bytes"),
+    "tail": _u("read", values="-n --lines -c --bytes -s --sleep-interval --pid"),
+    "sort": _u("read", writes="-o --output", values="-k --key -t --field-separator -S "
+               "--buffer-size -T --temporary-directory --parallel --batch-size"),
+    "cut": _u("read", values="-d --delimiter -f --fields -b --bytes -c --characters "
+              "--output-delimiter"),
+    "uniq": _u("in-out", values="-f --skip-fields -s --skip-chars -w --check-chars"),
+    "xxd": _u("in-out", values="-c -cols -g -groupsize -l -len -s -seek -o -offset"),
+    "tr": _u("none"),
+    "grep": _u("pattern-then-read", reads="-f --file", pattern="-e --regexp -f --file",
+               values="-m --max-count -A -B -C --after-context --before-context --context "
+               "--include --exclude --exclude-dir --color --colour --label -d --devices "
+               "-D --binary-files"),
+    "egrep": _u("pattern-then-read", reads="-f --file", pattern="-e --regexp -f --file",
+                values="-m -A -B -C --include --exclude"),
+    "fgrep": _u("pattern-then-read", reads="-f --file", pattern="-e --regexp -f --file",
+                values="-m -A -B -C --include --exclude"),
+    "rg": _u("pattern-then-read", reads="-f --file --ignore-file", pattern="-e --regexp -f",
+             values="-g --glob -t --type -T --type-not -m --max-count -A -B -C -j --threads "
+             "--color --colors -M --max-columns"),
+    "ag": _u("pattern-then-read", values="-G --file-search-regex -A -B -C -m"),
+    "ack": _u("pattern-then-read", values="--type -A -B -C -m"),
+    "awk": _u("script-then-read", reads="-f --file", pattern="-f --file -e --source",
+              values="-F -v --assign --field-separator"),
+    "gawk": _u("script-then-read", reads="-f --file", pattern="-f --file -e --source",
+               values="-F -v --assign --field-separator"),
+    "mawk": _u("script-then-read", reads="-f", pattern="-f", values="-F -v"),
+    "sed": _u("script-then-read", reads="-f --file", pattern="-e --expression -f --file",
+              values="-l --line-length", in_place="-i --in-place"),
+    "jq": _u("script-then-read", reads="--rawfile --slurpfile -f --from-file",
+             values="--arg --argjson --indent --tab"),
+    "yq": _u("script-then-read", values="-o --output-format -I --indent"),
+    "cp": _u("to-last", values="-S --suffix --backup --preserve --no-preserve --reflink "
+             "--sparse", writes="-t --target-directory"),
+    "mv": _u("to-last", values="-S --suffix --backup", writes="-t --target-directory"),
+    "install": _u("to-last", values="-m --mode -o --owner -g --group -S --suffix",
+                  writes="-t --target-directory"),
+    "ln": _u("to-last", values="-S --suffix", writes="-t --target-directory"),
+    "link": _u("to-last"),
+    "rsync": _u("to-last", reads="--files-from --exclude-from --include-from",
+                values="-e --rsh --rsync-path --exclude --include --filter -f --chmod "
+                "--chown --bwlimit --timeout -B --block-size"),
+    "scp": _u("to-last", reads="-F -i", values="-P -o -c -l -J -S"),
+    "dd": _u("none"),
+    "tar": _u("archive", values="-b --blocking-factor -C --directory --exclude -T "
+              "--files-from -X --exclude-from -I --use-compress-program --owner --group "
+              "--mode --transform --xform -H --format"),
+    "zip": _u("archive", values="-x --exclude -i --include -P --password -b --temp-path"),
+    "unzip": _u("archive", values="-d -x -P"),
+    "curl": _u("none", reads="-T --upload-file -K --config --cacert --cert --key -b --cookie "
+               "--netrc-file --data-binary", writes="-o --output -c --cookie-jar -D "
+               "--dump-header --trace --trace-ascii --libcurl --stderr",
+               values="-X --request -H --header -u --user -A --user-agent -e --referer -x "
+               "--proxy -m --max-time -w --write-out --connect-timeout -r --range --url "
+               "-d --data --data-raw --data-urlencode -F --form --form-string --retry"),
+    "wget": _u("none", reads="-i --input-file --post-file --body-file --load-cookies "
+               "--certificate --private-key --ca-certificate",
+               writes="-O --output-document -o --output-file -a --append-output "
+               "--save-cookies -P --directory-prefix",
+               values="-U --user-agent --header -e --execute -t --tries -T --timeout "
+               "--user --password --post-data --method --body-data"),
+    "openssl": _u("none", reads="-in -key -cert -CAfile -inkey -passin", writes="-out",
+                  values="-pass -passout -subj -days -newkey -aes256 -md"),
+    "gpg": _u("read", writes="-o --output", values="-r --recipient -u --local-user "
+              "--default-key --passphrase"),
+    "xargs": _u("none", reads="-a --arg-file"),
+    "find": _u("read", writes="-fprint -fprint0 -fprintf -fls", values="-name -iname -path "
+               "-ipath -type -maxdepth -mindepth -newer -perm -size -user -group -mtime "
+               "-mmin -regex -iregex -printf -wholename -exec -execdir -ok -okdir"),
+    "git": _u("none", writes="--output -o"),
+    "make": _u("none", reads="-f --file --makefile", values="-C --directory -j --jobs "
+               "-I --include-dir -o --old-file -W --what-if"),
+    **{name: _u("none") for name in _BUILTINS.split()},
+    "ls": _u("none"), "dir": _u("none"), "tree": _u("none"), "stat": _u("none"),
+    "du": _u("none"), "df": _u("none"), "realpath": _u("none"), "readlink": _u("none"),
+    "basename": _u("none"), "dirname": _u("none"), "echo": _u("none"), "printf": _u("none"),
+    "test": _u("none"), "[": _u("none"), "[[": _u("none"), "cd": _u("none"),
+    "pushd": _u("none"), "which": _u("none"), "type": _u("none"), "command": _u("none"),
+    "mktemp": _u("none"), "kill": _u("none"), "sleep": _u("none"), "true": _u("none"),
+    "false": _u("none"), ":": _u("none"), "export": _u("none"), "declare": _u("none"),
+    "local": _u("none"), "unset": _u("none"), "set": _u("none"), "shopt": _u("none"),
+    "alias": _u("none"), "date": _u("none"), "env": _u("none"), "printenv": _u("none"),
+    "pwd": _u("none"), "id": _u("none"), "whoami": _u("none"), "uname": _u("none"),
+    "hostname": _u("none"), "ps": _u("none"), "pgrep": _u("none"), "pkill": _u("none"),
+    "seq": _u("none"), "yes": _u("none"), "expr": _u("none"), "wait": _u("none"),
+    "jobs": _u("none"), "history": _u("none"), "man": _u("none"), "help": _u("none"),
+    "npm": _u("none"), "npx": _u("none"), "pnpm": _u("none"), "yarn": _u("none"),
+    "pip": _u("none"), "pip3": _u("none"), "uv": _u("none"), "cargo": _u("none"),
+    "go": _u("none"), "docker": _u("none"), "kubectl": _u("none"), "helm": _u("none"),
+    "terraform": _u("none"), "pytest": _u("none"), "ruff": _u("none"), "mypy": _u("none"),
+    "black": _u("none"), "tox": _u("none"), "eslint": _u("none"), "prettier": _u("none"),
+    "tsc": _u("none"), "jest": _u("none"), "apt-get": _u("none"), "apt": _u("none"),
+    "brew": _u("none"), "systemctl": _u("none"), "journalctl": _u("none"),
+    "ping": _u("none"), "dig": _u("none"), "ssh": _u("none", reads="-F -i"),
+    "sudo": _u("none"), "timeout": _u("none"), "nice": _u("none"), "nohup": _u("none"),
+    "tmux": _u("none"), "watch": _u("none"), "chroot": _u("none"), "flock": _u("none"),
+}
+
+GIT_PATH_SUBCOMMANDS: dict[str, Mode] = {
+    "add": "read", "rm": "write", "mv": "write", "checkout": "write", "restore": "write",
+    "show": "read", "blame": "read", "cat-file": "read", "log": "read", "diff": "read",
+    "apply": "read", "am": "read", "hash-object": "read", "stash": "read",
+    "update-index": "read", "grep": "read", "archive": "read",
+}
+"""git subcommands whose operands (after `--`, or `rev:path`) are files, and how."""
+
+
+def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | None:
+    """(mode, path) for each file `words` (argv, name first) names; None for a program
+    the table does not know (the caller treats its arguments as possible reads)."""
+    if name == "dd":
+        return _dd(words)
+    if name == "git":
+        return _git(words)
+    use = FILE_USES.get(name)
+    if use is None:
+        return None
+    found: list[tuple[Mode, Word]] = []
+    operands: list[Word] = []
+    pattern_given = False
+    in_place = False
+    i = 1
+    ended = False
+    while i < len(words):
+        word, text = words[i], words[i].text
+        following = words[i + 1] if i + 1 < len(words) else None
+        i += 1
+        if ended or not text.startswith("-") or text == "-":
+            operands.append(word)
+            continue
+        if text == "--":
+            ended = True
+            continue
+        opt, eq, attached = text.partition("=")
+        value = Word(attached, dynamic=word.dynamic) if eq else None
+        if not eq and not opt.startswith("--") and len(opt) > 2 and opt[:2] in (
+                use.reads | use.writes | use.values | use.pattern_opts):
+            opt, value = opt[:2], Word(opt[2:], dynamic=word.dynamic)
+        if opt in use.in_place or (opt[:2] in use.in_place and not opt.startswith("--")):
+            in_place = True
+        takes = opt in use.reads or opt in use.writes or opt in use.values or (
+            opt in use.pattern_opts)
+        if takes and value is None and following is not None:
+            value, i = following, i + 1
+        if opt in use.pattern_opts:
+            pattern_given = True
+        if value is None:
+            continue
+        if opt in use.reads:
+            found.append(("read", _at_file(name, value)))
+        elif opt in use.writes:
+            found.append(("write", value))
+        elif name == "curl" and opt in ("-d", "--data", "--data-urlencode", "-F", "--form"):
+            path = _curl_file(value)
+            if path is not None:
+                found.append(("read", path))
+    found.extend(_operands(use, name, operands, pattern_given, in_place))
+    return found
+
+
+def _operands(use: FileUse, name: str, operands: list[Word], pattern_given: bool,
+              in_place: bool) -> list[tuple[Mode, Word]]:
+    kind = use.operands
+    if kind in ("pattern-then-read", "script-then-read") and not pattern_given:
+        operands = operands[1:]
+    if kind == "none":
+        return []
+    if kind == "write":
+        return [("write", w) for w in operands]
+    if kind == "to-last":
+        if len(operands) < 2:
+            return [("write", w) for w in operands] if name in ("touch",) else []
+        dest = operands[-1]
+        # The destination may be a directory: each source then lands inside it.
+        inside: list[tuple[Mode, Word]] = [
+            ("write", Word(dest.text.rstrip("/") + "/" + w.text.rstrip("/").rsplit("/", 1)[-1],
+                           dynamic=dest.dynamic or w.dynamic)) for w in operands[:-1]]
+        return [*(("read", w) for w in operands[:-1]), *(
+            ("write", w) for w in operands[:-1] if name == "mv"), ("write", dest), *inside]
+    if kind == "in-out":
+        return [("read", w) for w in operands[:1]] + [("write", w) for w in operands[1:2]]
+    if kind == "archive":
+        return _archive(name, operands)
+    found: list[tuple[Mode, Word]] = [("read", w) for w in operands]
+    if in_place:
+        found += [("write", w) for w in operands]
+    return found
+
+
+def _archive(name: str, operands: list[Word]) -> list[tuple[Mode, Word]]:
+    """tar/zip/unzip: the archive and the members; which is read depends on the mode,
+    which these tables do not follow, so both are read and the archive may be written."""
+    return [("read", w) for w in operands] + [("write", w) for w in operands[:1]]
+
+
+def _at_file(name: str, value: Word) -> Word:
+    if name == "curl" and value.text.startswith("@"):
+        return Word(value.text[1:], dynamic=value.dynamic)
+    return value
+
+
+def _curl_file(value: Word) -> Word | None:
+    """curl -d @FILE, -F name=@FILE or name=<FILE read a file."""
+    text = value.text
+    if text.startswith("@"):
+        return Word(text[1:], dynamic=value.dynamic)
+    _, eq, rest = text.partition("=")
+    if eq and rest[:1] in ("@", "<"):
+        return Word(rest[1:].split(";", 1)[0], dynamic=value.dynamic)
+    return None
+
+
+def _dd(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
+    found: list[tuple[Mode, Word]] = []
+    for word in words[1:]:
+        key, eq, value = word.text.partition("=")
+        if eq and key in ("if", "of"):
+            found.append(("read" if key == "if" else "write", Word(value, dynamic=word.dynamic)))
+    return found
+
+
+def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
+    found: list[tuple[Mode, Word]] = []
+    sub = ""
+    after_dashdash = False
+    for i, word in enumerate(words[1:], start=1):
+        text = word.text
+        if text.startswith(("--output=", "-o")) and sub in ("diff", "log", "show",
+                                                              "format-patch", "archive"):
+            value = text.partition("=")[2] if text.startswith("--output=") else text[2:]
+            target = Word(value) if value else (words[i + 1] if i + 1 < len(words) else None)
+            if target is not None:
+                found.append(("write", target))
+            continue
+        if not sub:
+            if not text.startswith("-") and words[i - 1].text not in ("-C", "-c", "--git-dir",
+                                                                     "--work-tree"):
+                sub = text
+            continue
+        if text == "--":
+            after_dashdash = True
+            continue
+        mode = GIT_PATH_SUBCOMMANDS.get(sub)
+        if mode is None or text.startswith("-"):
+            continue
+        if ":" in text:
+            path = text.split(":", 1)[1]
+            if path:
+                found.append(("read", Word(path, dynamic=word.dynamic)))
+        elif after_dashdash or sub in ("add", "rm", "mv", "apply", "am", "hash-object"):
+            found.append((mode, word))
+    return found

@@ -1,0 +1,72 @@
+"""What `echo` and `printf` print when every argument is literal: the only producers whose
+output a shell may be fed and still be analysed (`echo 'rm x' | sh`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from gateway.policy.shell.words import Word, decode_ansi_c
+
+_CONVERSION = re.compile(r"%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?([a-zA-Z%])")
+
+
+def literal_output(name: str, words: Sequence[Word], runs_other: bool) -> str | None:
+    """The bytes `words` (the argv, name first) write to stdout, or None when not known."""
+    if runs_other or any(w.dynamic or w.globby for w in words):
+        return None
+    texts = [w.text for w in words[1:]]
+    if name == "echo":
+        return _echo(texts)
+    if name == "printf" and texts:
+        if texts[0] == "--":
+            texts = texts[1:]
+        if not texts or texts[0] == "-v":
+            return "" if texts else None
+        return _printf(texts[0], texts[1:])
+    return None
+
+
+def _echo(texts: list[str]) -> str | None:
+    flags: set[str] = set()
+    while texts and len(texts[0]) > 1 and texts[0][0] == "-" and set(texts[0][1:]) <= set("neE"):
+        flags.update("-" + c for c in texts[0][1:])
+        texts = texts[1:]
+    body = " ".join(texts)
+    end = "" if "-n" in flags else "\n"
+    decoded = _escapes(body)
+    if "-e" in flags:
+        return decoded + end
+    # Plain echo leaves backslashes alone, unless the shell runs with xpg_echo: both readings.
+    return body + end if decoded == body else body + "\n" + decoded + end
+
+
+def _escapes(text: str) -> str:
+    cut = text.find("\\c")
+    if cut >= 0:
+        text = text[:cut]
+    return decode_ansi_c(re.sub(r"\\0([0-7]{0,3})", lambda m: "\\" + (m.group(1) or "0"), text))
+
+
+def _printf(fmt: str, args: list[str]) -> str | None:
+    pieces: list[str] = []
+    remaining = list(args)
+    for _ in range(1 + len(args)):
+        position = 0
+        used = 0
+        for found in _CONVERSION.finditer(fmt):
+            pieces.append(_escapes(fmt[position : found.start()]))
+            position = found.end()
+            conversion = found.group(4)
+            if conversion == "%":
+                pieces.append("%")
+                continue
+            if found.group(2) == "*" or found.group(3) == "*" or conversion not in "sbqdic":
+                return None
+            value = remaining.pop(0) if remaining else ""
+            used += 1
+            pieces.append(_escapes(value) if conversion == "b" else value)
+        pieces.append(_escapes(fmt[position:]))
+        if not remaining or used == 0:
+            break
+    return "".join(pieces)

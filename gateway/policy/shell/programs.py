@@ -1,0 +1,151 @@
+"""Programs that run code given in their arguments, options or environment, as data.
+
+`CODE_OPTIONS` names, per program, the options whose value is a command line (analysed as
+shell) or code in another language (unparseable); `CODE_ENV` the environment variables that
+make programs run something else; `INERT` the programs known to run nothing named in their
+arguments. A program in none of these tables is *opaque*: the evaluator looks through its
+arguments for a denied command (an unknown wrapper) and treats one as unparseable.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+CodeKind = Literal["shell", "opaque"]
+"""shell: the value is a command line, scanned as bash; opaque: code that is not analysed."""
+
+CODE_OPTIONS: dict[str, dict[str, CodeKind]] = {
+    "sort": {"--compress-program": "shell"},
+    "tar": {"--to-command": "shell", "--checkpoint-action": "shell", "-I": "shell",
+            "--use-compress-program": "shell", "--info-script": "shell", "-F": "shell",
+            "--new-volume-script": "shell", "--rsh-command": "shell"},
+    "rsync": {"-e": "shell", "--rsh": "shell", "--rsync-path": "shell"},
+    "scp": {"-S": "shell", "-o": "shell", "-F": "opaque"},
+    "sftp": {"-S": "shell", "-o": "shell", "-F": "opaque"},
+    "ssh": {"-o": "shell", "-F": "opaque"},
+    "man": {"-P": "shell", "--pager": "shell", "-H": "shell", "--html": "shell"},
+    "less": {"+": "shell"},
+    "zip": {"-TT": "shell", "--unzip-command": "shell"},
+    # netcat -e/-c: a program whose stdin and stdout are a socket (a remote shell)
+    "nc": {"-e": "opaque", "-c": "opaque", "--exec": "opaque", "--sh-exec": "opaque",
+           "--lua-exec": "opaque"},
+    "ncat": {"-e": "opaque", "-c": "opaque", "--exec": "opaque", "--sh-exec": "opaque",
+             "--lua-exec": "opaque"},
+    "netcat": {"-e": "opaque", "-c": "opaque"},
+    "wget": {"--use-askpass": "shell"},
+    "curl": {"-K": "opaque", "--config": "opaque"},
+    "rg": {"--pre": "shell"},
+    "make": {"--eval": "opaque", "-E": "opaque"},
+    "gmake": {"--eval": "opaque", "-E": "opaque"},
+    "vim": {"-c": "opaque", "--cmd": "opaque", "-S": "opaque", "-s": "opaque", "+": "opaque"},
+    "vi": {"-c": "opaque", "--cmd": "opaque", "-S": "opaque", "-s": "opaque", "+": "opaque"},
+    "nvim": {"-c": "opaque", "--cmd": "opaque", "-S": "opaque", "-s": "opaque", "+": "opaque",
+             "-l": "opaque"},
+    "view": {"-c": "opaque", "--cmd": "opaque", "-S": "opaque", "+": "opaque"},
+    "vimdiff": {"-c": "opaque", "--cmd": "opaque", "-S": "opaque", "+": "opaque"},
+    "ex": {"-c": "opaque", "--cmd": "opaque", "-S": "opaque", "-s": "opaque", "+": "opaque"},
+    "emacs": {"--eval": "opaque", "-l": "opaque", "--load": "opaque", "-f": "opaque",
+              "--funcall": "opaque", "--script": "opaque", "-x": "opaque"},
+    "gdb": {"-ex": "opaque", "-x": "opaque", "--command": "opaque", "-iex": "opaque",
+            "-ix": "opaque", "--eval-command": "opaque", "--init-eval-command": "opaque",
+            "--init-command": "opaque"},
+    "lldb": {"-o": "opaque", "--one-line": "opaque", "-s": "opaque", "--source": "opaque",
+             "-O": "opaque", "-k": "opaque"},
+    "sqlite3": {"-cmd": "opaque", "-init": "opaque"},
+    "psql": {"-c": "opaque", "--command": "opaque", "-f": "opaque", "--file": "opaque"},
+    "mysql": {"-e": "opaque", "--execute": "opaque", "--init-command": "opaque"},
+    "apt-get": {"-o": "shell", "--option": "shell", "-c": "opaque", "--config-file": "opaque"},
+    "apt": {"-o": "shell", "--option": "shell", "-c": "opaque", "--config-file": "opaque"},
+    "dpkg": {"--pre-invoke": "shell", "--post-invoke": "shell"},
+    "git": {},  # its own analyser: gitcmd.py
+    "openssl": {"-engine": "opaque"},
+    "journalctl": {},
+    "systemctl": {},
+    "docker": {"--entrypoint": "shell"},
+    "bash": {},
+    "node": {},
+    "php": {},
+    "xdg-open": {},
+}
+"""Program -> option -> what its value is. `+` stands for `+VALUE` words (less +!cmd)."""
+
+SSH_COMMAND_OPTIONS = frozenset({"proxycommand", "localcommand", "knownhostscommand",
+                                 "remotecommand", "permitlocalcommand", "match"})
+"""ssh -o keys whose value runs a command (the value is scanned; Match exec is opaque)."""
+APT_COMMAND_KEYS = ("pre-invoke", "post-invoke", "pre-install-pkgs", "post-invoke-success")
+"""apt -o keys (APT::Update::Pre-Invoke::=cmd, DPkg::Post-Invoke::=cmd) that run commands."""
+
+EnvKind = Literal["shell", "file", "opaque", "loader"]
+
+CODE_ENV: dict[str, EnvKind] = {
+    # prompts and hooks bash evaluates
+    "PROMPT_COMMAND": "shell", "PS0": "shell", "PS1": "shell", "PS2": "shell", "PS3": "shell",
+    "PS4": "shell", "BASH_ENV": "file", "ENV": "file", "SHELLOPTS": "loader",
+    "BASHOPTS": "loader", "BASH_LOADABLES_PATH": "loader", "EXECIGNORE": "loader",
+    # pagers, editors and helpers other programs run
+    "PAGER": "shell", "GIT_PAGER": "shell", "MANPAGER": "shell", "SYSTEMD_PAGER": "shell",
+    "EDITOR": "shell", "VISUAL": "shell", "GIT_EDITOR": "shell", "SUDO_EDITOR": "shell",
+    "GIT_SEQUENCE_EDITOR": "shell", "FCEDIT": "shell", "BROWSER": "shell",
+    "LESSOPEN": "shell", "LESSCLOSE": "shell", "MANOPT": "opaque", "LESS": "opaque",
+    "GIT_SSH_COMMAND": "shell", "GIT_SSH": "shell", "GIT_EXTERNAL_DIFF": "shell",
+    "GIT_ASKPASS": "shell", "SSH_ASKPASS": "shell", "SUDO_ASKPASS": "shell",
+    "GIT_PROXY_COMMAND": "shell", "RSYNC_RSH": "shell", "RSYNC_CONNECT_PROG": "shell",
+    "CVS_RSH": "shell", "TAR_OPTIONS": "opaque", "MAKEFLAGS": "loader", "MFLAGS": "loader",
+    "MAKEFILES": "opaque", "GNUMAKEFLAGS": "loader",
+    # configuration that brings its own commands
+    "GIT_CONFIG_PARAMETERS": "opaque", "GIT_CONFIG_COUNT": "opaque",
+    "GIT_CONFIG_GLOBAL": "opaque", "GIT_CONFIG_SYSTEM": "opaque", "GIT_CONFIG": "opaque",
+    "GIT_EXEC_PATH": "opaque", "GIT_TEMPLATE_DIR": "loader", "GIT_DIR": "loader",
+    # code loaded into whatever runs next
+    "LD_PRELOAD": "opaque", "LD_AUDIT": "opaque", "LD_LIBRARY_PATH": "loader",
+    "DYLD_INSERT_LIBRARIES": "opaque", "DYLD_LIBRARY_PATH": "loader",
+    "PYTHONSTARTUP": "loader", "PYTHONPATH": "loader", "PYTHONHOME": "loader",
+    "PYTHONINSPECT": "loader", "NODE_OPTIONS": "loader", "NODE_PATH": "loader",
+    "PERL5OPT": "opaque", "PERL5LIB": "loader", "PERLLIB": "loader", "PERL5DB": "opaque",
+    "RUBYOPT": "loader", "RUBYLIB": "loader", "LUA_INIT": "opaque", "LUA_PATH": "loader",
+}
+"""Environment variables whose value runs code: scanned (shell), sourced (file), not
+analysable (opaque: the command is unparseable), or changing which files programs load
+(loader: like running a file the agent wrote; such a command is never allowed by a rule).
+GIT_CONFIG_KEY_n / GIT_CONFIG_VALUE_n are matched by prefix."""
+CODE_ENV_PREFIXES = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_", "BASH_FUNC_")
+"""BASH_FUNC_name%% exports a function into the next bash: its body is code."""
+
+INERT = frozenset(
+    [
+        ":", "[", "[[", "true", "false", "test", "echo", "printf", "pwd", "cd", "pushd", "popd",
+        "dirs", "type", "which", "whereis", "whatis", "apropos", "help", "info", "man", "tldr",
+        "hash", "jobs", "wait", "exit", "return", "break", "continue", "shift", "getopts", "umask",
+        "ulimit", "times", "history", "alias", "unalias", "set", "shopt", "unset", "export",
+        "local", "readonly", "declare", "typeset", "read", "mapfile", "readarray", "logout",
+        "suspend", "disown", "kill", "bg", "fg", "cat", "tac", "head", "tail", "more", "ls", "dir",
+        "vdir", "tree", "stat", "file", "wc", "du", "df", "sync", "sleep", "date", "cal", "uptime",
+        "uname", "hostname", "hostnamectl", "whoami", "id", "groups", "users", "who", "w", "last",
+        "lastlog", "logname", "tty", "stty", "basename", "dirname", "realpath", "readlink",
+        "pathchk", "mktemp", "mkdir", "rmdir", "touch", "cp", "mv", "ln", "rm", "unlink", "chmod",
+        "chown", "chgrp", "install", "truncate", "shred", "dd", "mkfifo", "mknod", "link", "cut",
+        "paste", "join", "comm", "sort", "uniq", "tr", "fold", "fmt", "nl", "pr", "expand",
+        "unexpand", "column", "colrm", "rev", "shuf", "split", "csplit", "grep", "egrep", "fgrep",
+        "rgrep", "zgrep", "zcat", "zless", "bzcat", "xzcat", "zstdcat", "diff", "diff3", "sdiff",
+        "cmp", "patch", "od", "hexdump", "xxd", "strings", "base64", "base32", "basenc", "md5sum",
+        "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum", "sum",
+        "tee", "yes", "seq", "expr", "factor", "numfmt", "printenv", "iconv", "locale", "nproc",
+        "getconf", "arch", "free", "ps", "pstree", "pgrep", "pkill", "pidof", "killall", "top",
+        "htop", "vmstat", "iostat", "lsof", "lsblk", "lscpu", "lsusb", "lspci", "dmesg", "fuser",
+        "jq", "yq", "xq", "gron", "ag", "ack", "sd", "diffstat", "wdiff", "gzip", "gunzip", "bzip2",
+        "bunzip2", "xz", "unxz", "zstd", "unzstd", "lz4", "unzip", "7z", "7za", "lzma", "brotli",
+        "curl", "http", "https", "wget", "ping", "dig", "nslookup", "host", "traceroute", "ip",
+        "ss", "netstat", "ifconfig", "openssl", "ssh-keygen", "ssh-add", "gpg", "base64", "uuidgen",
+        "cmake", "ninja", "npm", "pnpm", "yarn", "bun", "pip", "pip3", "pipx", "uv", "poetry",
+        "pdm", "hatch", "conda", "cargo", "rustc", "rustup", "go", "gofmt", "gem", "bundle",
+        "composer", "mvn", "gradle", "dotnet", "javac", "java", "apt-cache", "dnf", "yum", "pacman",
+        "brew", "snap", "flatpak", "docker", "podman", "kubectl", "helm", "terraform", "kubens",
+        "kubectx", "systemctl", "journalctl", "service", "pytest", "mypy", "ruff", "black", "isort",
+        "flake8", "pylint", "tox", "nox", "coverage", "eslint", "prettier", "tsc", "jest", "vitest",
+        "mocha"
+    ]
+)
+"""Programs that run nothing named in their arguments (their code options, if any, are in
+CODE_OPTIONS and their subcommands that wrap in wrappers.SUB_WRAPPERS). Build tools and test
+runners run project files (Makefile, package.json scripts, conftest.py): that code is not in
+the command; README lists it as a limitation."""
