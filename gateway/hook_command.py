@@ -37,11 +37,13 @@ def _run(policy_paths: Sequence[str], stdin: IO[Any], stdout: IO[str]) -> int:
     from gateway.hookio.render import render_pre_tool_use
     from gateway.policy.cache import load_cached
     from gateway.policy.evaluate import decide
-    from gateway.settings import gateway_home
+    from gateway.policy.protected import protected_paths
+    from gateway.settings import cache_secret_path, gateway_home
 
     raw = stdin.read()
     call = parse_pre_tool_use(raw)
-    policy = load_cached(policy_paths, gateway_home() / "cache")
+    policy = load_cached(policy_paths, gateway_home() / "cache", cache_secret_path(),
+                         protected_paths(policy_paths))
     decision = decide(policy, call)
     append_decision(call, decision)
     stdout.write(json.dumps(render_pre_tool_use(decision)) + "\n")

@@ -25,7 +25,7 @@ def policy_check(paths: Sequence[str], *, out: TextIO | None = None,
     except GatewayError as exc:
         print(exc, file=err)
         return 1
-    print(f"ok: {policy.rule_count} rules in {len(policy.layers)} file(s), "
+    print(f"ok: {policy.rule_count} rules in {len(policy.file_layers)} file(s), "
           f"bundle sha256:{policy.bundle_hash}", file=out)
     return 0
 
@@ -65,6 +65,11 @@ def policy_explain(policy_paths: Sequence[str], input_path: str, *, out: TextIO 
             print(f"  - {command.text}{via}", file=out)
         if result.scan.unparseable:
             print(f"  ! {result.scan.unparseable}", file=out)
+        for access in result.scan.accesses:
+            maybe = " (possibly)" if access.possible else ""
+            print(f"  {access.mode}s{maybe}: {access.path.text}", file=out)
+        if result.allow_withheld:
+            print(f"allow rules do not apply: {result.allow_withheld}", file=out)
     print("matching rules:" if result.hits else "matching rules: none", file=out)
     for hit in result.hits:
         mode = " [monitor]" if hit.monitor else ""
@@ -72,6 +77,11 @@ def policy_explain(policy_paths: Sequence[str], input_path: str, *, out: TextIO 
               + (f"  <- {hit.matched}" if hit.matched else ""), file=out)
     for layer, kind, rule_id in result.layer_outcomes:
         print(f"layer {layer}: {kind}" + (f" ({rule_id})" if rule_id else ""), file=out)
+    if policy.self_protection:
+        ids = sorted({rule.id for rule in policy.builtin_rules})
+        print(f"self-protection: on ({', '.join(ids)})", file=out)
+    else:
+        print("self-protection: OFF (the org policy turned it off)", file=out)
     print(f"hook output: {json.dumps(render_pre_tool_use(decision))}", file=out)
     return 0
 

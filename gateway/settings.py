@@ -31,3 +31,19 @@ def policy_paths_from_env() -> list[str]:
     """AGENT_GATEWAY_POLICY: policy files for `gateway.query`, org first, os.pathsep-separated."""
     raw = os.environ.get("AGENT_GATEWAY_POLICY", "")
     return [part for part in raw.split(os.pathsep) if part]
+
+
+def audit_key_file() -> str:
+    """AGENT_GATEWAY_AUDIT_KEY_FILE: the secret for audit and archive MACs ('' when unset)."""
+    return os.environ.get("AGENT_GATEWAY_AUDIT_KEY_FILE", "")
+
+
+def tokens_files() -> list[str]:
+    """AGENT_GATEWAY_TOKENS_FILE: bearer tokens of `serve`'s callers (secrets)."""
+    raw = os.environ.get("AGENT_GATEWAY_TOKENS_FILE", "")
+    return [raw] if raw else []
+
+
+def cache_secret_path() -> Path:
+    """The per-home key that authenticates compiled-policy cache entries."""
+    return gateway_home() / "cache.key"

@@ -41,6 +41,8 @@ class Decision:
     matched: str = ""
     """The simple command, path or host the rule matched, for explanations."""
     policy_hash: str = ""
+    self_protection: bool = True
+    """False when the org policy turned the built-in self-protection rules off."""
 
 
 @dataclass(frozen=True, slots=True)

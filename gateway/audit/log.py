@@ -43,6 +43,7 @@ def decision_record(call: ToolCall, decision: Decision, *, now: datetime | None 
         "rule_id": decision.rule_id,
         "reason": decision.reason,
         "policy": decision.policy_hash,
+        **({} if decision.self_protection else {"self_protection": "off"}),
     }
 
 

@@ -7,16 +7,21 @@ a cached compiled policy; `load_policy` imports the validating loader on first u
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gateway.policy.compiled import Layer, Limits, Policy, Rule
 from gateway.policy.evaluate import Explanation, Hit, decide, explain
 
+if TYPE_CHECKING:
+    from gateway.policy.builtin import Protected
 
-def load_policy(paths: Sequence[str]) -> Policy:
-    """Read, validate and combine policy files (org first); PolicyError names file:line."""
+
+def load_policy(paths: Sequence[str], protected: Protected | None = None) -> Policy:
+    """Read, validate and combine policy files (org first); PolicyError names file:line.
+    `protected`: what the built-in self-protection rules guard (default: this host's)."""
     from gateway.policy.loader import load_policy as _load
 
-    return _load(paths)
+    return _load(paths, protected)
 
 
 __all__ = [

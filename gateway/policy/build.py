@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections import defaultdict
 
 from gateway.policy.bash_rules import parse_bash_pattern
 from gateway.policy.compiled import (
     AnyInput,
-    BashCommand,
     BashPipeline,
     BashRegex,
     FieldRegex,
     Layer,
     Matcher,
     Rule,
+    index_layer,
 )
 from gateway.policy.model import PolicyFile, RuleSpec
 from gateway.policy.rulestring import FAMILIES, compile_content, parse_rule, tool_glob
@@ -43,7 +42,7 @@ def build_layer(source: Source, spec: PolicyFile) -> Layer:
             rules.append(_rich_rule(name, index, rule_spec, file_monitor))
         except ValueError as exc:
             raise source.error(str(exc), ("rules", index)) from None
-    return _index(name, source.path, spec, rules)
+    return index_layer(name, source.path, spec.mode, spec.default, spec.unparseable, rules)
 
 
 def _rich_rule(file: str, index: int, spec: RuleSpec, file_monitor: bool) -> Rule:
@@ -85,33 +84,3 @@ def _rich_rule(file: str, index: int, spec: RuleSpec, file_monitor: bool) -> Rul
 def _prefix(stage: str) -> str:
     """Pipeline stages name commands: `curl` means any curl invocation."""
     return stage if stage.endswith("*") else stage + ":*"
-
-
-def _index(name: str, path: str, spec: PolicyFile, rules: list[Rule]) -> Layer:
-    by_tool: dict[str, list[Rule]] = defaultdict(list)
-    bash_by_name: dict[str, list[Rule]] = defaultdict(list)
-    bash_generic: list[Rule] = []
-    tool_globs: list[Rule] = []
-    for rule in rules:
-        matcher = rule.matcher
-        if isinstance(matcher, BashCommand) and matcher.pattern.name_glob is None:
-            bash_by_name[matcher.pattern.name].append(rule)
-        elif isinstance(matcher, BashCommand | BashRegex | BashPipeline):
-            bash_generic.append(rule)
-        elif rule.tool_glob is not None:
-            tool_globs.append(rule)
-        else:
-            for tool in rule.tools:
-                by_tool[tool].append(rule)
-    has_bash_deny = any(
-        r.decision == "deny" and ("Bash" in r.tools or _bash_matcher(r.matcher)) for r in rules
-    )
-    return Layer(
-        name, path, spec.mode, spec.default, spec.unparseable, tuple(rules),
-        {k: tuple(v) for k, v in by_tool.items()}, tuple(tool_globs),
-        {k: tuple(v) for k, v in bash_by_name.items()}, tuple(bash_generic), has_bash_deny,
-    )
-
-
-def _bash_matcher(matcher: Matcher) -> bool:
-    return isinstance(matcher, BashCommand | BashRegex | BashPipeline)

@@ -1,24 +1,30 @@
-"""Compiled policies cached on disk, keyed by the files' bytes, so a hook call that hits the
-cache never imports pydantic or yaml (about 130 ms of a 150 ms budget).
+"""Compiled policies cached on disk, so a hook call that hits the cache never imports
+pydantic or yaml.
 
-The cache lives under the gateway's own state directory; whoever can write there can already
-rewrite the audit log, so a pickle there adds no new trust boundary.
+An entry is plain JSON data (`cache_format`), never pickle: nothing read from this writable
+directory can run code. Each entry carries an HMAC-SHA256 under a per-home key (`cache.key`,
+which the built-in rules keep the agent from reading or writing) and the bundle hash, which
+is recomputed from the policy bytes just read. A corrupted, planted or stale entry fails one
+of these checks and is ignored and rewritten.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import json
 import os
-import pickle
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from gateway import __version__
 from gateway.errors import PolicyError
+from gateway.policy.builtin import Protected
+from gateway.policy.cache_format import FORMAT, policy_from_data, policy_to_data
 from gateway.policy.compiled import Policy
 
-FORMAT = "policy-cache-4"
+MAX_ENTRY_BYTES = 16 * 1024 * 1024
 
 
 def read_files(paths: Sequence[str]) -> list[tuple[str, bytes]]:
@@ -35,38 +41,102 @@ def read_files(paths: Sequence[str]) -> list[tuple[str, bytes]]:
     return bundle
 
 
-def cache_key(bundle: Sequence[tuple[str, bytes]]) -> str:
-    digest = hashlib.sha256(f"{FORMAT}\0{__version__}\0".encode())
+def bundle_hash(bundle: Sequence[tuple[str, bytes]]) -> str:
+    """sha256 over the files' bytes, in layer order: the policy's identity in audit records."""
+    digest = hashlib.sha256()
+    for _, data in bundle:
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def cache_key(bundle: Sequence[tuple[str, bytes]], protected: Protected) -> str:
+    digest = hashlib.sha256(f"{FORMAT}\0{__version__}\0{protected!r}\0".encode())
     for path, data in bundle:
-        digest.update(os.path.basename(path).encode() + b"\0")
+        digest.update(os.path.abspath(path).encode() + b"\0")
         digest.update(hashlib.sha256(data).digest())
     return digest.hexdigest()
 
 
-def load_cached(paths: Sequence[str], cache_dir: Path) -> Policy:
-    """The compiled policy for these files, from the cache or compiled and stored."""
+def load_cached(paths: Sequence[str], cache_dir: Path, secret_path: Path,
+                protected: Protected) -> Policy:
+    """The compiled policy for these files, from a verified cache entry or compiled anew."""
     bundle = read_files(paths)
-    entry = cache_dir / f"{cache_key(bundle)}.pickle"
-    try:
-        with open(entry, "rb") as handle:
-            policy = pickle.load(handle)
-        if isinstance(policy, Policy):
-            return policy
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
-        pass  # a miss or a stale entry: compile below
+    entry = cache_dir / f"{cache_key(bundle, protected)}.json"
+    secret = _secret(secret_path)
+    if secret is not None:
+        cached = _read_entry(entry, secret, bundle_hash(bundle))
+        if cached is not None:
+            return cached
     from gateway.policy.loader import compile_bundle
 
-    policy = compile_bundle(bundle)
-    _store(entry, policy)
+    policy = compile_bundle(bundle, protected)
+    if secret is not None:
+        _store(entry, policy, secret)
     return policy
 
 
-def _store(entry: Path, policy: Policy) -> None:
+def _read_entry(entry: Path, secret: bytes, expected_hash: str) -> Policy | None:
+    try:
+        with open(entry, "rb") as handle:
+            raw = handle.read(MAX_ENTRY_BYTES + 1)
+        if len(raw) > MAX_ENTRY_BYTES:
+            return None
+        wrapper = json.loads(raw)
+        body = wrapper["data"].encode() if isinstance(wrapper, dict) else b""
+        mac = wrapper.get("mac") if isinstance(wrapper, dict) else None
+        if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(secret, body)):
+            return None
+        policy = policy_from_data(json.loads(body))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None  # absent, corrupted or planted: compile from the policy files
+    return policy if policy.bundle_hash == expected_hash else None
+
+
+def _mac(secret: bytes, body: bytes) -> str:
+    return hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+def _secret(path: Path) -> bytes | None:
+    """The per-home cache key, created on first use; None when it cannot be had (then no
+    entry is trusted or written)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(64)
+        if len(data) >= 32:
+            return data
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return _secret_if_complete(path)
+    except OSError:
+        return None
+    data = os.urandom(32)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    return data
+
+
+def _secret_if_complete(path: Path) -> bytes | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return data if len(data) >= 32 else None
+
+
+def _store(entry: Path, policy: Policy, secret: bytes) -> None:
+    body = json.dumps(policy_to_data(policy), sort_keys=True, separators=(",", ":"))
+    wrapper = json.dumps({"mac": _mac(secret, body.encode()), "data": body})
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".policy-")
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump(policy, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(wrapper)
         os.replace(tmp, entry)  # atomic: concurrent hooks never read half a file
     except OSError:
         pass  # caching is an optimisation; deciding without it is still correct

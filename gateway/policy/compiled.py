@@ -1,13 +1,14 @@
-"""The compiled policy: plain frozen dataclasses, picklable, no pydantic or yaml.
+"""The compiled policy: plain frozen dataclasses, no pydantic or yaml.
 
-This is what `decide` reads and what the command hook caches on disk.
+This is what `decide` reads; `cache_format` turns it into plain JSON data and back.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from gateway.policy.bash_rules import BashPattern
@@ -15,6 +16,8 @@ from gateway.policy.domains import DomainPattern
 from gateway.policy.paths import PathPattern
 
 RuleDecision = Literal["deny", "ask", "allow"]
+BUILTIN_LAYER = "builtin"
+"""The layer of self-protection rules (gateway/policy/builtin.py)."""
 Default = Literal["deny", "ask", "allow", "abstain"]
 
 
@@ -122,14 +125,57 @@ class Policy:
     limits: Limits = Limits()
     compaction: Mapping[str, Any] | None = None
     """The merged `compaction:` section as plain data; see `compaction_settings()`."""
-    paths: tuple[str, ...] = field(default=())
+    self_protection: bool = True
+    """False when the org file turned the built-in self-protection rules off (audited)."""
 
     @property
     def rule_count(self) -> int:
-        return sum(len(layer.rules) for layer in self.layers)
+        """Rules of the policy files (the built-in self-protection rules not counted)."""
+        return sum(len(layer.rules) for layer in self.file_layers)
+
+    @property
+    def file_layers(self) -> tuple[Layer, ...]:
+        return tuple(layer for layer in self.layers if layer.name != BUILTIN_LAYER)
+
+    @property
+    def builtin_rules(self) -> tuple[Rule, ...]:
+        return tuple(r for layer in self.layers if layer.name == BUILTIN_LAYER
+                     for r in layer.rules)
 
     def compaction_settings(self) -> Any:
         """The merged section as `gateway.archive.config.CompactionSettings` (imports pydantic)."""
         from gateway.archive.config import CompactionSettings
 
         return CompactionSettings.model_validate(dict(self.compaction or {}))
+
+
+def index_layer(name: str, path: str, mode: Literal["enforce", "monitor"], default: Default,
+                unparseable: Literal["deny", "ask"], rules: Sequence[Rule]) -> Layer:
+    """A layer's rules indexed for lookup (also rebuilt this way from the cache)."""
+    by_tool: dict[str, list[Rule]] = defaultdict(list)
+    bash_by_name: dict[str, list[Rule]] = defaultdict(list)
+    bash_generic: list[Rule] = []
+    tool_globs: list[Rule] = []
+    for rule in rules:
+        matcher = rule.matcher
+        if isinstance(matcher, BashCommand) and matcher.pattern.name_glob is None:
+            bash_by_name[matcher.pattern.name].append(rule)
+        elif isinstance(matcher, BashCommand | BashRegex | BashPipeline):
+            bash_generic.append(rule)
+        elif rule.tool_glob is not None:
+            tool_globs.append(rule)
+        else:
+            for tool in rule.tools:
+                by_tool[tool].append(rule)
+    has_bash_deny = any(
+        r.decision == "deny" and ("Bash" in r.tools or _bash_matcher(r.matcher)) for r in rules
+    )
+    return Layer(
+        name, path, mode, default, unparseable, tuple(rules),
+        {k: tuple(v) for k, v in by_tool.items()}, tuple(tool_globs),
+        {k: tuple(v) for k, v in bash_by_name.items()}, tuple(bash_generic), has_bash_deny,
+    )
+
+
+def _bash_matcher(matcher: Matcher) -> bool:
+    return isinstance(matcher, BashCommand | BashRegex | BashPipeline)

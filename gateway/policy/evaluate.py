@@ -432,4 +432,5 @@ def _combine(policy: Policy, outcomes: list[tuple[str, DecisionKind, str, str, s
         _, _, rule_id, reason, matched = best
     else:
         rule_id = reason = matched = ""
-    return Decision(kind, rule_id, reason, monitor_deny is not None, matched, policy.bundle_hash)
+    return Decision(kind, rule_id, reason, monitor_deny is not None, matched, policy.bundle_hash,
+                    policy.self_protection)

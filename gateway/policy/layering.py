@@ -22,7 +22,10 @@ def check_conflicts(files: Sequence[tuple[Source, PolicyFile]]) -> None:
     """Raise PolicyError where a lower file loosens what an upper file set."""
     default_rank, default_from = -1, ""
     unparseable_deny_from = ""
-    for source, spec in files:
+    for index, (source, spec) in enumerate(files):
+        if index and "self_protection" in spec.model_fields_set:
+            raise source.error("self_protection may only be set in the org (first) policy "
+                               "file", ("self_protection",))
         if "default" in spec.model_fields_set:
             rank = _DEFAULT_RANK[spec.default]
             if rank < default_rank:

@@ -2,33 +2,28 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
 from pydantic import ValidationError
 
 from gateway.errors import PolicyError
 from gateway.policy.build import build_layer
-from gateway.policy.cache import read_files
+from gateway.policy.builtin import Protected, builtin_layer
+from gateway.policy.cache import bundle_hash, read_files
 from gateway.policy.compiled import Policy
 from gateway.policy.layering import check_conflicts, merge_compaction, merge_limits
 from gateway.policy.model import PolicyFile
+from gateway.policy.protected import protected_paths
 from gateway.policy.yamlsrc import Source, load_source
 
 
-def bundle_hash(bundle: Sequence[tuple[str, bytes]]) -> str:
-    """sha256 over the files' bytes, in layer order: the policy's identity in audit records."""
-    digest = hashlib.sha256()
-    for _, data in bundle:
-        digest.update(data)
-    return digest.hexdigest()
+def load_policy(paths: Sequence[str], protected: Protected | None = None) -> Policy:
+    return compile_bundle(read_files(paths), protected)
 
 
-def load_policy(paths: Sequence[str]) -> Policy:
-    return compile_bundle(read_files(paths))
-
-
-def compile_bundle(bundle: Sequence[tuple[str, bytes]]) -> Policy:
+def compile_bundle(bundle: Sequence[tuple[str, bytes]], protected: Protected | None = None
+                   ) -> Policy:
+    """`protected`: what the built-in rules guard (default: read from this host)."""
     files: list[tuple[Source, PolicyFile]] = []
     for path, data in bundle:
         try:
@@ -39,12 +34,17 @@ def compile_bundle(bundle: Sequence[tuple[str, bytes]]) -> Policy:
         files.append((source, validate(source)))
     check_conflicts(files)
     layers = tuple(build_layer(source, spec) for source, spec in files)
+    guarded = files[0][1].self_protection if files else True
+    if guarded:
+        if protected is None:
+            protected = protected_paths([path for path, _ in bundle])
+        layers = (builtin_layer(protected), *layers)
     return Policy(
         layers,
         bundle_hash(bundle),
         merge_limits(files),
         merge_compaction(files),
-        tuple(path for path, _ in bundle),
+        self_protection=guarded,
     )
 
 

@@ -93,3 +93,5 @@ class PolicyFile(_Strict):
     rules: tuple[RuleSpec, ...] = ()
     limits: LimitsSpec = LimitsSpec()
     compaction: CompactionSettings | None = None
+    self_protection: bool = True
+    """The built-in rules that protect the gateway (org file only; false is audited)."""

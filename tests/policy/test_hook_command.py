@@ -51,7 +51,57 @@ def test_deny_allow_abstain(tmp_path: Path, policy: str) -> None:
     assert [r["decision"] for r in records] == ["deny", "allow", "abstain"]
     assert records[0]["tool_use_id"] == "t1"
     assert verify(audit) is None
-    assert list((tmp_path / "home" / "cache").glob("*.pickle"))
+    assert list((tmp_path / "home" / "cache").glob("*.json"))
+    assert not list((tmp_path / "home" / "cache").glob("*.pickle"))
+
+
+class _Payload:
+    """Unpickling this runs `touch MARKER`: what a planted pickle cache entry would do."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _plant(cache: Path, payload: bytes) -> int:
+    entries = [p for p in cache.iterdir() if p.is_file()]
+    for entry in entries:
+        entry.write_bytes(payload)
+    return len(entries)
+
+
+def test_a_planted_cache_entry_neither_runs_nor_changes_a_decision(tmp_path: Path,
+                                                                    policy: str) -> None:
+    import pickle
+
+    first = _hook(tmp_path, _input("rm -rf x"), policy)
+    assert json.loads(first.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    cache = tmp_path / "home" / "cache"
+    marker = tmp_path / "ran"
+    assert _plant(cache, pickle.dumps(_Payload(marker))) >= 1
+    again = _hook(tmp_path, _input("rm -rf x"), policy)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert not marker.exists()
+
+
+def test_a_forged_json_entry_without_the_key_is_ignored(tmp_path: Path, policy: str) -> None:
+    from gateway.policy.cache_format import policy_to_data
+    from gateway.policy.compiled import Policy
+
+    _hook(tmp_path, _input("ls"), policy)
+    cache = tmp_path / "home" / "cache"
+    entry = next(p for p in cache.iterdir() if p.suffix == ".json")
+    real = json.loads(json.loads(entry.read_text())["data"])
+    permissive = Policy((), real["bundle_hash"])  # same bundle hash, no rules at all
+    body = json.dumps(policy_to_data(permissive))
+    entry.write_text(json.dumps({"mac": "0" * 64, "data": body}))
+    result = _hook(tmp_path, _input("rm -rf x"), policy)
+    assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    rewritten = json.loads(entry.read_text())
+    assert json.loads(rewritten["data"])["layers"], "the forged entry was replaced"
 
 
 @pytest.mark.parametrize(("stdin", "message"), [

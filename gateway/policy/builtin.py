@@ -1,0 +1,85 @@
+"""Self-protection: built-in deny rules that keep the governed agent from switching its
+governor off. Pure: the paths come in as a `Protected` value (see `protected.py`).
+
+The layer is evaluated with the policy's own layers; like any deny it cannot be lifted by a
+lower file's allow. Only the org file may turn it off (`self_protection: false`), and every
+audit record then says so.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from gateway.policy.compiled import BUILTIN_LAYER, Layer, PathRule, Rule, index_layer
+from gateway.policy.rulestring import EDIT_TOOLS, READ_TOOLS
+
+CLAUDE_SETTINGS = (
+    "~/.claude/settings.json", "~/.claude/settings.local.json", "~/.claude/hooks/**",
+    "/.claude/settings.json", "/.claude/settings.local.json", "/.claude/hooks/**",
+    "//etc/claude-code/**", "//Library/Application Support/ClaudeCode/**",
+)
+"""User, project (relative to the session root) and managed settings, and hook scripts."""
+
+
+@dataclass(frozen=True)
+class Protected:
+    gateway_home: str
+    policy_files: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = ()
+    """Neither read nor written: the audit key, token files, the cache key."""
+    code: tuple[str, ...] = ()
+    """Not written: the gateway's installed code, site-packages (a .pth file runs at every
+    interpreter start), its executables and the hook commands named in settings."""
+
+
+@dataclass(frozen=True)
+class BuiltinRule:
+    id: str
+    tools: tuple[str, ...]
+    patterns: tuple[str, ...]
+    reason: str
+
+
+def builtin_rules(protected: Protected) -> list[BuiltinRule]:
+    home = _absolute(protected.gateway_home)
+    rules = [
+        BuiltinRule("builtin:gateway-state", EDIT_TOOLS, (home, f"{home}/**"),
+                    "agent-gateway's own state (audit log, archives, spans, cache) is not "
+                    "writable by the agent it governs"),
+        BuiltinRule("builtin:policy-files", EDIT_TOOLS,
+                    tuple(_absolute(p) for p in protected.policy_files),
+                    "the policy files in force are not writable by the agent they govern"),
+        BuiltinRule("builtin:secrets", (*READ_TOOLS, *EDIT_TOOLS),
+                    tuple(_absolute(p) for p in protected.secrets),
+                    "agent-gateway's keys and tokens are not readable by the agent"),
+        BuiltinRule("builtin:claude-settings", EDIT_TOOLS, CLAUDE_SETTINGS,
+                    "Claude Code's settings and hooks wire the gateway in; the agent may not "
+                    "change them"),
+        BuiltinRule("builtin:gateway-code", EDIT_TOOLS,
+                    tuple(p for path in protected.code for p in (_absolute(path),
+                                                                 _absolute(path) + "/**")),
+                    "the gateway's code and the commands Claude Code runs as hooks are not "
+                    "writable by the agent"),
+    ]
+    return [rule for rule in rules if rule.patterns]
+
+
+def builtin_layer(protected: Protected) -> Layer:
+    """Compiled deny rules; imports the path-pattern compiler (pathspec) on first use."""
+    from gateway.policy.paths import compile_path_pattern
+
+    rules: list[Rule] = []
+    for spec in builtin_rules(protected):
+        for pattern in dict.fromkeys(spec.patterns):
+            text = f"Edit({pattern})" if spec.tools == EDIT_TOOLS else f"Read/Edit({pattern})"
+            rules.append(Rule(spec.id, "deny", False, f"{spec.reason} [{pattern}]",
+                              spec.tools, None, PathRule(compile_path_pattern(pattern)), text))
+    return index_layer(BUILTIN_LAYER, "(built in)", "enforce", "abstain", "deny", rules)
+
+
+def _absolute(path: str) -> str:
+    """`//abs/path` in rule syntax, with glob characters escaped."""
+    normalized = os.path.normpath(os.path.expanduser(path))
+    escaped = "".join("\\" + c if c in "*?[]\\" else c for c in normalized)
+    return "//" + escaped.lstrip("/")
