@@ -33,13 +33,13 @@ the `--` keeps a path that begins with '-' a path). See docs/interpreters.md.
 from __future__ import annotations
 
 import gc
+from typing import TYPE_CHECKING
 
 from gateway.policy.shell.interp.effects import CodeEffects, InlineCode
-from gateway.policy.shell.interp.invocation import inline_code
-from gateway.policy.shell.interp.keyword_tables import TABLES
-from gateway.policy.shell.interp.keywords import analyse_keywords
 from gateway.policy.shell.interp.programs import INTERPRETERS, OPAQUE_LANGUAGES, language_of
-from gateway.policy.shell.interp.python import analyse_python
+
+if TYPE_CHECKING:
+    from gateway.policy.shell.interp.invocation import inline_code
 
 MAX_SOURCE = 256 * 1024
 """Programs larger than this are unparseable, like a shell command over the scanner's cap."""
@@ -54,6 +54,11 @@ def analyse_code(language: str, source: str) -> CodeEffects:
     if len(source) > limit:
         return CodeEffects(unparseable=f"{language} program longer than {limit // 1024} KiB "
                                        "is not analysed")
+    # Imported on first use: most commands run no interpreter, and the hook starts cold.
+    from gateway.policy.shell.interp.keyword_tables import TABLES
+    from gateway.policy.shell.interp.keywords import analyse_keywords
+    from gateway.policy.shell.interp.python import analyse_python
+
     enabled = gc.isenabled()
     gc.disable()  # collections would rescan every node of a large tree, again and again
     try:
@@ -72,6 +77,14 @@ def analyse_code(language: str, source: str) -> CodeEffects:
     finally:
         if enabled:
             gc.enable()
+
+
+def __getattr__(name: str) -> object:
+    if name == "inline_code":
+        from gateway.policy.shell.interp.invocation import inline_code
+
+        return inline_code
+    raise AttributeError(name)
 
 
 __all__ = ["INTERPRETERS", "OPAQUE_LANGUAGES", "CodeEffects", "InlineCode", "analyse_code",
