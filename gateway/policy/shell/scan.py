@@ -768,7 +768,7 @@ class _Walker:
                          appended)
             return
         language = language_of(name) if (name in INTERPRETERS or (
-            name not in SHELLS and any(c.isdigit() for c in name))) else None
+            name not in SHELLS and _DIGIT.search(name))) else None
         if name in SHELLS or name in FOREIGN_SHELLS:
             self.shell(name, words, via, depth, feed, appended)
         elif language is not None:
@@ -1048,6 +1048,7 @@ class _Walker:
             i += 1
 
 
+_DIGIT = re.compile(r"\d")
 _REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 _SCRIPT_RUNNERS = frozenset({*SHELLS, *FOREIGN_SHELLS, "source", ".", "eval", "trap"})
 SUB_WRAPPER_PROGRAMS = frozenset(program for program, _ in SUB_WRAPPERS)
