@@ -49,11 +49,14 @@ async def make_client(policy_file: Path) -> AsyncIterator[AppFactory]:
     clients: list[TestClient[Any, Any]] = []
 
     async def make(
-        *, tokens: TokenTable | None = None, upstream: str = "http://127.0.0.1:9"
+        *,
+        tokens: TokenTable | None = None,
+        upstream: str = "http://127.0.0.1:9",
+        **service_options: Any,
     ) -> tuple[TestClient[Any, Any], ListSink]:
         sink = ListSink()
         tracer = ServerTracer(sink, load_price_table())
-        service = GatewayService([str(policy_file)], tracer)
+        service = GatewayService([str(policy_file)], tracer, **service_options)
         config = ServeConfig(
             policy_paths=[str(policy_file)], upstream=upstream, tokens=tokens or TokenTable({})
         )

@@ -1,0 +1,104 @@
+"""Who owns a session: the tenant (token name) that the gateway saw it with first.
+
+The owner of a session never changes once recorded, so replicas may cache it forever; only
+the first sight of a session touches the shared store, and that claim is atomic (first writer
+wins). `LocalSessionOwners` shares one directory between replicas on one host; a store shared
+across hosts implements the same Protocol.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections import OrderedDict
+from pathlib import Path
+from typing import Protocol
+
+MAX_SESSION_ID = 256
+
+
+class SessionOwners(Protocol):
+    location: str
+
+    def claim(self, session_id: str, tenant: str) -> str:
+        """The session's owner: `tenant` when nobody had claimed it, else whoever did."""
+        ...
+
+    def problem(self) -> str:
+        """'' when claims can be recorded, else why not (for readiness)."""
+        ...
+
+
+class LocalSessionOwners:
+    """One file per session under a directory (per host: every replica must see the same
+    directory). A claim writes a temporary file, then hard-links it into place: the link
+    fails when the name exists, so exactly one tenant wins and a reader never sees a half
+    written owner."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.location = str(directory)
+
+    def claim(self, session_id: str, tenant: str) -> str:
+        path = self._path(session_id)
+        existing = _read_owner(path)
+        if existing is not None:
+            return existing
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".claim-")
+        try:
+            os.write(fd, tenant.encode("utf-8"))
+            os.close(fd)
+            try:
+                os.link(tmp, path)
+                return tenant
+            except FileExistsError:
+                owner = _read_owner(path)
+                if owner is None:  # removed under us: nobody owns it, so try once more
+                    os.link(tmp, path)
+                    return tenant
+                return owner
+        finally:
+            os.unlink(tmp)
+
+    def problem(self) -> str:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=self.directory, prefix=".readyz-"):
+                pass
+        except OSError as exc:
+            return f"session owner store {self.directory} not writable: {exc.strerror or exc}"
+        return ""
+
+    def _path(self, session_id: str) -> Path:
+        # Hashed: a session id is caller input and must never become a path of its own.
+        digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
+        return self.directory / digest[:2] / digest
+
+
+def _read_owner(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+
+
+class OwnerCache:
+    """Owners already known to this replica (they never change), most recent last."""
+
+    def __init__(self, capacity: int = 65536) -> None:
+        self._owners: OrderedDict[str, str] = OrderedDict()
+        self._capacity = capacity
+
+    def get(self, session_id: str) -> str | None:
+        owner = self._owners.get(session_id)
+        if owner is not None:
+            self._owners.move_to_end(session_id)
+        return owner
+
+    def put(self, session_id: str, owner: str) -> None:
+        self._owners[session_id] = owner
+        self._owners.move_to_end(session_id)
+        if len(self._owners) > self._capacity:
+            self._owners.popitem(last=False)
