@@ -70,7 +70,9 @@ def test_remote_run_streams_messages_under_the_callers_policy(
     work_plain.mkdir()
     work_team.mkdir()
 
-    with ServeProcess([str(org)], upstream="http://127.0.0.1:9", env=env) as gateway:
+    with ServeProcess(
+        [str(org)], upstream="http://127.0.0.1:9", env=env, args=["--runs-root", str(sandbox.cwd)]
+    ) as gateway:
         status, plain = post_run(
             gateway.url, "tok-plain", {"prompt": "make a file", "cwd": str(work_plain)}
         )

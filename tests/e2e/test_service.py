@@ -130,8 +130,16 @@ def test_bare_claude_code_through_the_service(
             assert "rm" in tool_result_text(out) and "deny" in tool_result_text(out).lower()
             # every model call went through the proxy
             assert len(upstream.requests) >= 3
-            audit = (sandbox.gateway_home / "audit.jsonl").read_text().splitlines()
-            assert len(audit) == 2
+            audit = [
+                json.loads(line)
+                for line in (sandbox.gateway_home / "audit.jsonl").read_text().splitlines()
+            ]
+            decisions = [r for r in audit if "event" not in r]
+            assert sorted(r["decision"] for r in decisions) == ["allow", "deny"]
+            # every other hook request is recorded as deciding nothing
+            observed = [r for r in audit if "event" in r]
+            assert observed and {r["decision"] for r in observed} == {"none"}
+            assert {"PostToolUse", "SessionEnd"} <= {r["event"] for r in observed}
             sid = out.session_id
 
             # compaction through the PreCompact http hook: archived by the service
