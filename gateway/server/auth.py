@@ -28,13 +28,13 @@ TOKEN_HEADER = "X-Agent-Gateway-Token"
 Claude Code sends it with ANTHROPIC_CUSTOM_HEADERS="X-Agent-Gateway-Token: TOKEN"."""
 TOKEN_ENV = "AGENT_GATEWAY_TOKEN"
 PROXY_AUTH_FAILURE = (
-    f"agent-gateway: no valid gateway token on this request. Export {TOKEN_ENV} with this "
-    "gateway's token: the settings printed by `agent-gateway settings` send it as "
-    f"Authorization: Bearer (apiKeyHelper) or x-api-key; {TOKEN_HEADER} works too "
-    f'(ANTHROPIC_CUSTOM_HEADERS="{TOKEN_HEADER}: ${TOKEN_ENV}")'
+    f"agent-gateway: this request carries no valid gateway token. Export {TOKEN_ENV} with "
+    "this gateway's token: the settings printed by `agent-gateway settings` send it "
+    f'(apiKeyHelper); ANTHROPIC_CUSTOM_HEADERS="{TOKEN_HEADER}: ${TOKEN_ENV}" works too'
 )
-"""Answered as a 403 permission_error: Claude Code 2.1.332 gives up on that at once, while it
-retries a 401 for minutes."""
+"""Answered as a 403 permission_error: Claude Code 2.1.332 gives up on that at once and shows
+the message, while it retries a 401 for minutes. The message must not mention the API-key
+header by name: Claude Code then shows "Invalid API key" in its place."""
 HOOK_AUTH_FAILURE = (
     f"agent-gateway: missing or invalid gateway token (Authorization: Bearer ${TOKEN_ENV})"
 )

@@ -144,3 +144,12 @@ async def test_a_caller_whose_layers_do_not_load_is_denied(
     }
     blocked = await (await client.post("/hooks/PreCompact", json=compact, headers=auth)).json()
     assert blocked["decision"] == "block"
+
+
+def test_the_proxy_refusal_is_shown_by_claude_code_as_written() -> None:
+    from gateway.server.auth import PROXY_AUTH_FAILURE
+
+    # Claude Code 2.1.332 replaces any error message mentioning this header with its own
+    # "Invalid API key" line; the gateway's must name the gateway token instead.
+    assert "x-api-key" not in PROXY_AUTH_FAILURE.lower()
+    assert "AGENT_GATEWAY_TOKEN" in PROXY_AUTH_FAILURE
