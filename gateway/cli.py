@@ -172,6 +172,12 @@ def _add_service_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
         "for its token",
     )
     serve.add_argument(
+        "--redis-url",
+        metavar="URL",
+        help="Redis the replicas share (redis://host:6379/0): which tenant owns each session. "
+        "Without it, replicas share AGENT_GATEWAY_HOME/sessions, which works on one host only",
+    )
+    serve.add_argument(
         "--decision-budget",
         dest="decision_budget",
         type=float,
@@ -345,6 +351,7 @@ def _dispatch(args: argparse.Namespace) -> int:
                 args.drain_seconds,
                 runs_roots=args.runs_roots,
                 decision_budget_s=args.decision_budget,
+                redis_url=args.redis_url,
             )
         )
     if command == "settings":

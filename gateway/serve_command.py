@@ -30,6 +30,7 @@ class ServeArgs:
     drain_seconds: float = DRAIN_SECONDS
     runs_roots: Sequence[str] = field(default_factory=tuple)
     decision_budget_s: float = 2.0
+    redis_url: str | None = None
 
 
 def is_loopback(host: str) -> bool:
@@ -79,7 +80,7 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
 
     from gateway.server.app import ServeConfig, create_app
     from gateway.server.auth import load_tokens
-    from gateway.server.owners import LocalSessionOwners
+    from gateway.server.owners import LocalSessionOwners, RedisSessionOwners, SessionOwners
     from gateway.server.service import GatewayService
     from gateway.server.tracing import ServerTracer
     from gateway.settings import gateway_home
@@ -95,9 +96,15 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     )
     sink = span_sink_from_env()
     tracer = ServerTracer(sink, load_price_table())
-    # With authentication on, sessions belong to tenants; the owners are shared through
-    # AGENT_GATEWAY_HOME, so replicas on one host must share that directory.
-    owners = LocalSessionOwners(gateway_home() / "sessions") if tokens.enabled else None
+    # With authentication on, sessions belong to tenants. Replicas must share the owners:
+    # through Redis, or through AGENT_GATEWAY_HOME when they all run on one host.
+    owners: SessionOwners | None = None
+    if tokens.enabled:
+        owners = (
+            RedisSessionOwners(args.redis_url)
+            if args.redis_url
+            else LocalSessionOwners(gateway_home() / "sessions")
+        )
     service = GatewayService(
         config.policy_paths,
         tracer,

@@ -19,10 +19,34 @@ T = TypeVar("T")
 
 
 def cores() -> int:
+    """CPUs this process may use: its affinity, capped by a cgroup CPU quota (a container
+    limited to 2 CPUs on a 64-core node gets 2)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+        n = os.cpu_count() or 1
+    quota = _cgroup_cpu_quota()
+    return max(1, min(n, quota) if quota else n)
+
+
+def _cgroup_cpu_quota(root: str = "/sys/fs/cgroup") -> int:
+    """ceil(quota / period) from cgroup v2 `cpu.max` or v1 `cpu.cfs_*`; 0 when unlimited."""
+    try:
+        with open(f"{root}/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+    except (OSError, ValueError):
+        try:
+            with open(f"{root}/cpu/cpu.cfs_quota_us") as f:
+                quota = f.read().strip()
+            with open(f"{root}/cpu/cpu.cfs_period_us") as f:
+                period = f.read().strip()
+        except OSError:
+            return 0
+    try:
+        q, p = int(quota), int(period)
+    except ValueError:  # "max": no quota
+        return 0
+    return -(-q // p) if q > 0 and p > 0 else 0
 
 
 class Offload:

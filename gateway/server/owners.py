@@ -2,8 +2,9 @@
 
 The owner of a session never changes once recorded, so replicas may cache it forever; only
 the first sight of a session touches the shared store, and that claim is atomic (first writer
-wins). `LocalSessionOwners` shares one directory between replicas on one host; a store shared
-across hosts implements the same Protocol.
+wins). `LocalSessionOwners` shares one directory between replicas on one host;
+`RedisSessionOwners` one Redis between replicas anywhere. Owners are kept as long as the store
+keeps them (a session can be resumed months later). Stores raise OSError when unavailable.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import os
 import tempfile
 from collections import OrderedDict
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 MAX_SESSION_ID = 256
 
@@ -75,6 +77,58 @@ class LocalSessionOwners:
         # Hashed: a session id is caller input and must never become a path of its own.
         digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
         return self.directory / digest[:2] / digest
+
+
+class RedisSessionOwners:
+    """One key per session in Redis (`SET NX`: the first writer wins), for replicas on
+    several hosts. Needs the `redis` package (`pip install 'agent-gateway[redis]'`)."""
+
+    PREFIX = "agent-gateway:session-owner:"
+
+    def __init__(self, url: str, *, timeout_s: float = 2.0) -> None:
+        try:
+            import redis
+        except ImportError:
+            from gateway.errors import ConfigError
+
+            raise ConfigError(
+                "--redis-url needs the redis package: pip install 'agent-gateway[redis]'"
+            ) from None
+        self._errors: tuple[type[Exception], ...] = (redis.RedisError,)
+        self._redis: Any = redis.Redis.from_url(
+            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+        )
+        self.location = _without_password(url)
+
+    def claim(self, session_id: str, tenant: str) -> str:
+        key = self.PREFIX + session_id
+        try:
+            for _ in range(2):
+                if self._redis.set(key, tenant.encode("utf-8"), nx=True):
+                    return tenant
+                owner = self._redis.get(key)
+                if owner is not None:
+                    return bytes(owner).decode("utf-8", "replace")
+                # deleted between the two commands: claim again
+        except self._errors as exc:
+            raise OSError(f"redis {self.location}: {exc}") from None
+        raise OSError(f"redis {self.location}: the owner of {session_id!r} keeps changing")
+
+    def problem(self) -> str:
+        try:
+            self._redis.set(self.PREFIX + ".readyz", b"1", ex=60)
+        except self._errors as exc:
+            return f"session owner store {self.location} not writable: {exc}"
+        return ""
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _read_owner(path: Path) -> str | None:

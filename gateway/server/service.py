@@ -52,7 +52,9 @@ LARGE_INPUT = 8 * 1024
 """Hook inputs above this many bytes are decided in the lane for large inputs."""
 DEMOTE_AFTER_S = 0.05
 """A decision in the small-input lane running this long is moved out of the way."""
-WORKER_MEMORY_LIMIT = 2 * 1024**3
+WORKER_MEMORY_LIMIT = 512 * 1024**2
+"""Address space per decision worker: a runaway analysis fails there (a deny), long before
+it could take the replica's memory."""
 RUNS_OFF = (
     "remote runs are off on this gateway: start it with `agent-gateway serve --runs-root DIR` "
     "(or give this token runs_roots in the tokens file)"

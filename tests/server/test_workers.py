@@ -134,3 +134,25 @@ async def test_close_stops_every_worker() -> None:
     pids = {(await pool.call(("sleep", 0)))[1] for _ in range(2)}
     await pool.close()
     assert all(not alive(pid) for pid in pids)
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"cpu.max": "200000 100000\n"}, 2),
+        ({"cpu.max": "150000 100000\n"}, 2),
+        ({"cpu.max": "max 100000\n"}, 0),
+        ({"cpu/cpu.cfs_quota_us": "50000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 1),
+        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, 0),
+        ({}, 0),
+    ],
+)
+def test_a_containers_cpu_quota_caps_the_pool_size(
+    tmp_path: Any, files: dict[str, str], expected: int
+) -> None:
+    from gateway.server.offload import _cgroup_cpu_quota
+
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert _cgroup_cpu_quota(str(tmp_path)) == expected
