@@ -10,8 +10,6 @@ import asyncio
 import itertools
 import json
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,7 +21,7 @@ from aiohttp import web
 
 from gateway.claude_settings import gateway_settings
 from gateway.testing import ScriptedServer
-from tests.e2e.harness import Sandbox, claude_run, gateway_cli
+from tests.e2e.harness import Sandbox, claude_run, gateway_cli, print_settings
 from tests.otlp_receiver import OtlpReceiver
 from tests.server.processes import ServeProcess, ThreadedApp
 
@@ -282,15 +280,8 @@ def _no_leaks() -> Iterator[None]:
 
 # --- the settings `agent-gateway settings` prints, with only the token exported --------------
 def printed_settings(url: str, policy: str, path: Path) -> Path:
-    printed = subprocess.run(
-        [sys.executable, "-m", "gateway", "settings", "--url", url, "--policy", policy],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
-    )
+    printed = print_settings(url, path, policy)
     assert "export AGENT_GATEWAY_TOKEN" in printed.stderr
-    path.write_text(printed.stdout)
     return path
 
 

@@ -8,12 +8,7 @@ audited. Remote runs work only inside the token's runs roots.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -22,12 +17,11 @@ from typing import Any
 import pytest
 
 from gateway.testing import ScriptedServer
-from tests.e2e.harness import Sandbox, claude_run
+from tests.e2e.harness import Sandbox, claude_run, post_ndjson, print_settings
 from tests.server.processes import ServeProcess
 
 pytestmark = pytest.mark.e2e
 Scripted = Callable[[dict[str, Any]], ScriptedServer]
-REPO = Path(__file__).parents[2]
 
 POLICY = "version: 1\nname: org\npermissions:\n  allow:\n    - Bash(touch:*)\n"
 SCENARIO = {
@@ -41,32 +35,6 @@ SCENARIO = {
         {"when": "tool_result", "times": 0, "text": "done", "stop_reason": "end_turn"},
     ]
 }
-
-
-def call(url: str, token: str, path: str, body: dict[str, Any]) -> tuple[int, list[Any]]:
-    request = urllib.request.Request(
-        url + path,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            lines = response.read().decode().splitlines()
-            return response.status, [json.loads(line) for line in lines if line.strip()]
-    except urllib.error.HTTPError as exc:
-        return exc.code, [json.loads(exc.read() or b"{}")]
-
-
-def print_settings(url: str, path: Path, *policies: str) -> Path:
-    """What a user does: `agent-gateway settings --url URL > file`."""
-    args = [arg for p in policies for arg in ("--policy", p)]
-    printed = subprocess.run(
-        [sys.executable, "-m", "gateway", "settings", "--url", url, *args],
-        capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    path.write_text(printed.stdout)
-    return path
 
 
 def test_team_a_cannot_touch_team_bs_session(
@@ -91,7 +59,7 @@ def test_team_a_cannot_touch_team_bs_session(
     two = ServeProcess([str(policy)], upstream.url, env, log=logs[1])
     with one, two:
         # team B's session, started through replica one
-        status, lines = call(one.url, "tok-b", "/v1/runs",
+        status, lines = post_ndjson(one.url, "tok-b", "/v1/runs",
                              {"prompt": "make a file", "cwd": str(root_b / "work")})
         assert status == 200 and lines[-1] == {"type": "gateway_exit", "exit_code": 0,
                                                 "errors": []}, lines[-3:]
@@ -101,15 +69,15 @@ def test_team_a_cannot_touch_team_bs_session(
 
         # through replica two, team A: resume and fork
         resume = {"prompt": "what did they do?", "cwd": str(root_a / "work"), "resume": sid}
-        status, body = call(two.url, "tok-a", "/v1/runs", resume)
+        status, body = post_ndjson(two.url, "tok-a", "/v1/runs", resume)
         assert status == 403 and "cannot resume" in body[0]["error"]
-        status, body = call(two.url, "tok-a", "/v1/runs", {**resume, "fork_session": True})
+        status, body = post_ndjson(two.url, "tok-a", "/v1/runs", {**resume, "fork_session": True})
         assert status == 403 and "cannot fork" in body[0]["error"]
 
         # hooks into it
         hook = {"hook_event_name": "PreToolUse", "session_id": sid, "tool_name": "Bash",
                 "tool_input": {"command": "touch x"}, "tool_use_id": "toolu_a", "cwd": "/"}
-        status, body = call(two.url, "tok-a", "/hooks/PreToolUse", hook)
+        status, body = post_ndjson(two.url, "tok-a", "/hooks/PreToolUse", hook)
         assert status == 403
         assert body[0]["hookSpecificOutput"]["permissionDecision"] == "deny"
 
@@ -117,11 +85,12 @@ def test_team_a_cannot_touch_team_bs_session(
         (transcript,) = sandbox.projects_root.rglob(f"{sid}.jsonl")
         compact = {"hook_event_name": "PreCompact", "session_id": sid,
                    "transcript_path": str(transcript), "trigger": "manual"}
-        status, body = call(two.url, "tok-a", "/hooks/PreCompact", compact)
+        status, body = post_ndjson(two.url, "tok-a", "/hooks/PreCompact", compact)
         assert status == 403 and body[0]["decision"] == "block"
 
         # the real Claude Code with team A's settings, resuming team B's session
-        settings_file = print_settings(two.url, tmp_path / "team-a-settings.json")
+        settings_file = tmp_path / "team-a-settings.json"
+        print_settings(two.url, settings_file)
         started = time.monotonic()
         at_b = replace(sandbox, cwd=root_b / "work")  # where the transcript's project is
         attempt = claude_run(
@@ -137,9 +106,9 @@ def test_team_a_cannot_touch_team_bs_session(
 
         # runs stay inside the token's roots: outside refused, inside accepted
         for cwd in ("/etc", str(root_b / "work"), "/"):
-            status, body = call(two.url, "tok-a", "/v1/runs", {"prompt": "x", "cwd": cwd})
+            status, body = post_ndjson(two.url, "tok-a", "/v1/runs", {"prompt": "x", "cwd": cwd})
             assert status == 403 and "outside this token's runs roots" in body[0]["error"], cwd
-        status, lines = call(two.url, "tok-a", "/v1/runs",
+        status, lines = post_ndjson(two.url, "tok-a", "/v1/runs",
                              {"prompt": "make a file", "cwd": str(root_a / "work")})
         assert status == 200 and lines[-1]["exit_code"] == 0
         assert (root_a / "work" / "made-by-run.txt").exists()
