@@ -103,6 +103,8 @@ class GatewayService:
         self._tracer = tracer
         self._audit_log = audit_log or audit_path()
         self._engines: dict[tuple[str, ...], Engine] = {}
+        self._decided_layers: dict[tuple[str, ...], None] = {}
+        """Layer sets the workers have decided for: a new worker loads them before it serves."""
         self._sink_ok = sink_ok
         self._runs_roots = tuple(runs_roots)
         self.decision_budget_s = decision_budget_s
@@ -138,7 +140,10 @@ class GatewayService:
         return engine
 
     def _layers(self, caller: Caller) -> tuple[str, ...]:
-        return (*self._paths, *caller.extra_policies)
+        layers = (*self._paths, *caller.extra_policies)
+        if layers not in self._decided_layers and len(self._decided_layers) < 1024:
+            self._decided_layers[layers] = None
+        return layers
 
     def _worker_init(self) -> WorkerInit:
         return WorkerInit(
@@ -147,7 +152,7 @@ class GatewayService:
             audit_log=str(self._audit_log),
             memory_limit=WORKER_MEMORY_LIMIT,
             job_limit_s=self.decision_budget_s + 5,
-            warm=tuple(self._engines),
+            warm=tuple(dict.fromkeys([*self._engines, *self._decided_layers])),
         )
 
     # --- hooks ------------------------------------------------------------------------------

@@ -341,3 +341,19 @@ def test_tokens_file_mistakes_are_one_line_errors(tmp_path: Path, text: str, mes
     with pytest.raises(ConfigError) as error:
         load_tokens(None, tokens_file(tmp_path, text))
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+async def test_two_different_gateway_tokens_are_refused(
+    make_client: AppFactory, tmp_path: Path
+) -> None:
+    client = await teams(make_client, tmp_path)
+    both = {"Authorization": "Bearer tok-a", "X-Agent-Gateway-Token": "tok-b"}
+    resp = await client.post("/hooks/PreToolUse", json=pre_tool_use("ls"), headers=both)
+    assert resp.status == 401
+    answer = await resp.json()
+    assert decision_of(answer) == "deny" and "AGENT_GATEWAY_TOKEN" in answer["error"]
+    same = {"Authorization": "Bearer tok-a", "X-Agent-Gateway-Token": "tok-a"}
+    resp = await client.post("/hooks/PreToolUse", json=pre_tool_use("echo hi"), headers=same)
+    assert resp.status == 200
+    blocked = await client.post("/hooks/PreCompact", json={"session_id": "s"})
+    assert blocked.status == 401 and (await blocked.json())["decision"] == "block"
