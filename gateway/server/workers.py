@@ -174,7 +174,13 @@ class WorkerPool:
                 return worker
         waiter: asyncio.Future[_Worker] = loop.create_future()
         self._waiters.append(waiter)
-        done, _ = await asyncio.wait({waiter}, timeout=max(0.0, deadline - loop.time()))
+        try:
+            done, _ = await asyncio.wait({waiter}, timeout=max(0.0, deadline - loop.time()))
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self._hand_out(waiter.result())  # handed to us as we were cancelled
+            waiter.cancel()
+            raise
         if not done:
             waiter.cancel()
             raise JobTimeout(f"no worker free within {self.budget_s:g} s")

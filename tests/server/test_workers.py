@@ -156,3 +156,16 @@ def test_a_containers_cpu_quota_caps_the_pool_size(
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     assert _cgroup_cpu_quota(str(tmp_path)) == expected
+
+
+async def test_a_cancelled_wait_for_a_worker_leaks_nothing(make_pool: Callable[..., Any]) -> None:
+    pool = await make_pool(size=1)
+    busy = asyncio.ensure_future(pool.call(("sleep", 0.2)))
+    await asyncio.sleep(0.02)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(pool.call(("sleep", 0)), timeout=0.05)
+    await busy
+    started = time.monotonic()
+    assert (await pool.call(("sleep", 0)))[0] == "sleep"
+    assert time.monotonic() - started < 1
+    assert pool.spawned == 1  # the one worker served all of it
