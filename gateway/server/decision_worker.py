@@ -29,6 +29,7 @@ from gateway.engine import Engine
 from gateway.errors import GatewayError
 from gateway.hookio.parse import tool_call_from_input
 from gateway.policy import decide
+from gateway.server.workers import serve_jobs
 
 PRE_TOOL_USE = "pre_tool_use"
 """Decide, audit, render: what answers a PreToolUse hook."""
@@ -68,22 +69,20 @@ def worker_main(conn: Connection, init: WorkerInit) -> None:
     for layers in init.warm:
         with contextlib.suppress(GatewayError):  # reported when a request needs these layers
             engines[layers] = Engine(layers, audit_log=_path(init.audit_log))
-    conn.send(("ready",))
-    while True:
-        try:
-            kind, layers, body, extra = conn.recv()
-        except (EOFError, OSError):
-            return  # the server closed the pipe or went away
+
+    def handle(request: Request) -> Reply:
+        kind, layers, body, extra = request
         signal.setitimer(signal.ITIMER_REAL, init.job_limit_s)
         try:
-            reply = _handle(engines, init, kind, layers, body, extra)
+            return _handle(engines, init, kind, layers, body, extra)
         except MemoryError:
-            reply = ("error", f"out of memory (limit {init.memory_limit // (1024 * 1024)} MiB)")
+            return ("error", f"out of memory (limit {init.memory_limit // (1024 * 1024)} MiB)")
         except Exception as exc:  # an engine bug: the server answers with a deny
-            reply = ("error", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+            return ("error", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-        conn.send(reply)
+
+    serve_jobs(conn, handle)
 
 
 def _handle(

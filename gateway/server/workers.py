@@ -3,14 +3,16 @@
 `size` workers serve jobs in turn. A job not answered within `budget_s` (queueing included)
 is ended: its worker is killed and `call` raises JobTimeout.
 
-With `demote_after_s`, a job still running after that long is slow: its worker is niced (the
-kernel then gives it only what the others leave), stops counting toward the pool, and a fresh
-worker takes its place, so slow jobs do not hold quick ones up. At most `max_slow` jobs may be
+With `demote_after_s`, a job that has used that much CPU time is slow (CPU, not wall time: a
+quick job that waits for a busy machine is not): its worker is niced (the kernel then gives
+it only what the others leave), stops counting toward the pool, and a fresh worker takes its
+place, so slow jobs do not hold quick ones up. At most `max_slow` jobs may be
 slow at once; when one more turns slow, the job that has run longest is ended to make room. A
 demoted worker is retired after its job, since its priority cannot be raised back. With
 `niceness`, every worker runs niced from the start (a pool for the jobs known to be heavy).
 
 Workers come from a forkserver, so starting one takes milliseconds, not an interpreter start.
+A worker runs `serve_jobs`: it says it is ready, then answers each request in turn.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -56,7 +59,10 @@ class _Worker:
     slow_since: float = 0.0
     dead: bool = False
     pending: asyncio.Future[Any] | None = None
+    cpu_mark: int | None = None
+    """The worker's CPU time (ns) when it last finished a job, as it reported."""
     ready_timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+    demote_timer: asyncio.TimerHandle | None = field(default=None, repr=False)
 
 
 class WorkerPool:
@@ -143,22 +149,22 @@ class WorkerPool:
         except asyncio.CancelledError:
             self._kill(worker, JobFailed("the request was cancelled"))
             raise
-        demote = (
-            loop.call_later(self._demote_after, self._demote, worker)
-            if self._demote_after is not None
-            else None
+        if self._demote_after is not None:
+            worker.demote_timer = loop.call_later(self._demote_after, self._demote, worker)
+        expiry = loop.call_later(
+            max(0.0, deadline - loop.time()),
+            self._kill, worker, JobTimeout(f"no answer within {self.budget_s:g} s"),
         )
         finished = False
         try:
-            done, _ = await asyncio.wait({reply}, timeout=max(0.0, deadline - loop.time()))
-            if not done:
-                self._kill(worker, JobTimeout(f"no answer within {self.budget_s:g} s"))
             result = await reply
             finished = True
             return result
         finally:
-            if demote is not None:
-                demote.cancel()
+            expiry.cancel()
+            if worker.demote_timer is not None:
+                worker.demote_timer.cancel()
+                worker.demote_timer = None
             if finished:
                 self._release(worker)
             elif not worker.dead:
@@ -206,6 +212,15 @@ class WorkerPool:
     def _demote(self, worker: _Worker) -> None:
         if worker.dead or worker.pending is None or worker.pending.done():
             return
+        assert self._demote_after is not None
+        now, before = cpu_ns(worker.process.pid), worker.cpu_mark
+        if now is not None and before is not None and now - before < self._demote_after * 1e9:
+            # Not yet that much CPU: the machine is busy, not the job. Look again later.
+            worker.demote_timer = asyncio.get_running_loop().call_later(
+                self._demote_after, self._demote, worker
+            )
+            return
+        worker.demote_timer = None
         slow = [w for w in self._workers if w.slow]
         if len(slow) >= self._max_slow:
             # The job that has run longest is the likeliest to be pathological.
@@ -215,6 +230,8 @@ class WorkerPool:
         worker.slow = True
         worker.slow_since = asyncio.get_running_loop().time()
         _renice(worker.process, SLOW_NICENESS)
+        log.info("%s: a slow job moved out of the way (worker %s niced)", self._name,
+                 worker.process.pid)
         self._replenish()
 
     # --- workers ----------------------------------------------------------------------------
@@ -266,10 +283,11 @@ class WorkerPool:
 
     def _on_readable(self, worker: _Worker) -> None:
         try:
-            message = worker.conn.recv()
-        except (EOFError, OSError):
+            cpu, message = worker.conn.recv()
+        except (EOFError, OSError, TypeError, ValueError):
             self._lost(worker)
             return
+        worker.cpu_mark = cpu
         if not worker.ready:
             worker.ready = True
             if worker.ready_timer is not None:
@@ -292,6 +310,7 @@ class WorkerPool:
     def _kill(self, worker: _Worker, error: Exception) -> None:
         if worker.dead:
             return
+        log.warning("%s: worker %s killed: %s", self._name, worker.process.pid, error)
         self._drop(worker)
         with contextlib.suppress(OSError):
             worker.process.kill()
@@ -322,6 +341,29 @@ class WorkerPool:
     def _reap_later(self, worker: _Worker) -> None:
         if not self._closing:
             asyncio.get_running_loop().run_in_executor(self._spawner, _reap, [worker.process])
+
+
+def serve_jobs(conn: Connection, handle: Callable[[Any], Any]) -> None:
+    """The worker's side: say it is ready, then answer each request with `handle`, each
+    message carrying the worker's CPU time so far. Returns when the pool closes the pipe."""
+    conn.send((time.thread_time_ns(), "ready"))
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        reply = handle(request)
+        conn.send((time.thread_time_ns(), reply))
+
+
+def cpu_ns(pid: int | None) -> int | None:
+    """A process's CPU time in ns, read from outside (Linux schedstat: the same clock as a
+    main thread's own thread_time_ns), or None where that is not available."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _renice(process: BaseProcess, niceness: int) -> None:

@@ -7,14 +7,12 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
+from gateway.server.workers import serve_jobs
+
 
 def worker(conn: Connection, init: Any) -> None:
-    conn.send(("ready",))
-    while True:
-        try:
-            kind, value = conn.recv()
-        except EOFError:
-            return
+    def handle(request: tuple[str, float]) -> tuple[str, int, int, Any]:
+        kind, value = request
         if kind == "sleep":
             time.sleep(value)
         elif kind == "spin":
@@ -23,4 +21,6 @@ def worker(conn: Connection, init: Any) -> None:
                 pass
         elif kind == "die":
             os._exit(3)
-        conn.send((kind, os.getpid(), os.getpriority(os.PRIO_PROCESS, 0), init))
+        return (kind, os.getpid(), os.getpriority(os.PRIO_PROCESS, 0), init)
+
+    serve_jobs(conn, handle)

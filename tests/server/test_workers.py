@@ -169,3 +169,12 @@ async def test_a_cancelled_wait_for_a_worker_leaks_nothing(make_pool: Callable[.
     assert (await pool.call(("sleep", 0)))[0] == "sleep"
     assert time.monotonic() - started < 1
     assert pool.spawned == 1  # the one worker served all of it
+
+
+async def test_a_job_that_waits_without_using_the_cpu_is_not_demoted(
+    make_pool: Callable[..., Any],
+) -> None:
+    pool = await make_pool(size=1, demote_after_s=0.05)
+    _, pid, niceness, _ = await pool.call(("sleep", 0.4))
+    assert niceness == 0 and pool.spawned == 1  # slow by the clock, not by CPU: kept
+    assert (await pool.call(("sleep", 0)))[1] == pid
