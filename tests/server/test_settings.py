@@ -119,3 +119,27 @@ def test_settings_command_says_what_to_export(capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit):
         main(["settings", "--url", "http://127.0.0.1:8787", "--no-token"])
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"runs_roots": ["/nonexistent/runs"]}, "--runs-root /nonexistent/runs is not a directory"),
+        ({"decision_budget_s": 0.0}, "--decision-budget must be a positive number"),
+    ],
+)
+def test_serve_options_are_checked_before_starting(
+    extra: dict[str, object], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ServeArgs(POLICIES, "127.0.0.1", 0, "http://x", **extra)  # type: ignore[arg-type]
+    assert serve_command(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_serve_help_names_the_new_options(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    out = capsys.readouterr().out
+    for option in ("--runs-root", "--redis-url", "--decision-budget"):
+        assert option in out
