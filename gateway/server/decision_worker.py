@@ -19,6 +19,7 @@ import logging
 import os
 import resource
 import signal
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -95,10 +96,15 @@ def _handle(
 ) -> Reply:
     engine = engines.get(layers)
     if engine is None:
+        failed = _FAILED.get(layers)
+        if failed is not None and time.monotonic() - failed[0] < RETRY_LOAD_S:
+            return ("unloadable", failed[1])
         try:
             engine = engines[layers] = Engine(layers, audit_log=_path(init.audit_log))
         except GatewayError as exc:
-            return ("unloadable", " ".join(str(exc).split()))
+            _FAILED[layers] = (time.monotonic(), " ".join(str(exc).split()))
+            return ("unloadable", _FAILED[layers][1])
+        _FAILED.pop(layers, None)
     data = json.loads(body)
     if kind == PRE_TOOL_USE:
         _, decision, answer = engine.pre_tool_use(data, audit_extra=extra)
@@ -111,6 +117,11 @@ def _handle(
     except GatewayError:
         return ("ok", None, {})
     return ("ok", decide(policy, call), {})
+
+
+RETRY_LOAD_S = 0.5
+"""Layers that did not load are tried again at most this often (as often as reloads)."""
+_FAILED: dict[tuple[str, ...], tuple[float, str]] = {}
 
 
 def _path(value: str) -> Path | None:

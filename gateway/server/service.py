@@ -104,6 +104,8 @@ class GatewayService:
         self._audit_log = audit_log or audit_path()
         self._engines: dict[tuple[str, ...], Engine] = {}
         self._decided_layers: dict[tuple[str, ...], None] = {}
+        self._unloadable: dict[tuple[str, ...], str] = {}
+        """Callers' layer sets that do not load (their calls are denied), for /readyz."""
         """Layer sets the workers have decided for: a new worker loads them before it serves."""
         self._sink_ok = sink_ok
         self._runs_roots = tuple(runs_roots)
@@ -198,6 +200,7 @@ class GatewayService:
             return await self._deny(body, caller, f"agent-gateway could not decide: {exc}")
         if reply[0] == "unloadable":
             log.error("policy for caller %s does not load: %s", caller.name, reply[1])
+            self._unloadable[self._layers(caller)] = str(reply[1])
             return await self._deny(
                 body, caller, f"agent-gateway cannot load this caller's policy: {reply[1]}"
             )
@@ -205,6 +208,7 @@ class GatewayService:
             log.error("decision failed: %s", reply[1])
             return await self._deny(body, caller, f"agent-gateway could not decide: {reply[1]}")
         decision, answer = reply[1], reply[2]
+        self._unloadable.pop(self._layers(caller), None)
         if decision.kind == "deny" and self._tracer is not None:
             self._traced(self._tracer.on_tool_denied, body, decision)
         return dict(answer)
@@ -278,6 +282,7 @@ class GatewayService:
             # Whether an archive is required is unknown: compaction must wait.
             reason = f"agent-gateway cannot load this caller's policy: {exc}"
             log.error("policy for caller %s does not load: %s", caller.name, exc)
+            self._unloadable[self._layers(caller)] = " ".join(str(exc).split())
             await self._record_compaction(body, caller, ev.BLOCK, reason, "")
             return HookReply(200, {"decision": "block", "reason": " ".join(reason.split())})
         started = time.time_ns()
@@ -364,6 +369,11 @@ class GatewayService:
                     f"policy reload failed, the last good policy stays in force: "
                     f"{' '.join(engine.reload_error.split())}"
                 )
+        for layers, error in list(self._unloadable.items()):
+            warnings.append(
+                f"policy {', '.join(layers)} does not load, its callers' tool calls are denied: "
+                f"{error}"
+            )
         server = self._engines.get(self._paths)
         for problem in (
             _store_problem(server) if server is not None else "",

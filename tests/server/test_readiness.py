@@ -77,3 +77,28 @@ async def test_an_audit_log_that_cannot_exist_makes_the_replica_not_ready(
     denied = await client.post("/hooks/PreToolUse", json=pre_tool_use("echo hi"))
     assert decision_of(await denied.json()) == "deny"
     assert "audit log" in (await denied.json())["hookSpecificOutput"]["permissionDecisionReason"]
+
+
+async def test_a_team_policy_that_does_not_load_is_a_warning_not_an_outage(
+    make_client: AppFactory, tmp_path: Path
+) -> None:
+    from gateway.server.auth import Caller, TokenTable
+
+    broken = tmp_path / "team-broken.yaml"
+    broken.write_text("version: 1\npermissions:\n  deny:\n    - Bash(rm:*\n")
+    tokens = TokenTable({"broken": Caller("team-broken", (str(broken),)), "ok": Caller("ok")})
+    client, _ = await make_client(tokens=tokens)
+    for _ in range(3):  # the workers try again at most every 0.5 s, and deny meanwhile
+        denied = await client.post(
+            "/hooks/PreToolUse", json=pre_tool_use("ls"), headers={"Authorization": "Bearer broken"}
+        )
+        assert decision_of(await denied.json()) == "deny"
+    allowed = await client.post(
+        "/hooks/PreToolUse", json=pre_tool_use("echo hi"), headers={"Authorization": "Bearer ok"}
+    )
+    assert decision_of(await allowed.json()) == "allow"
+    resp = await client.get("/readyz")
+    body = await resp.json()
+    assert resp.status == 200 and body["ready"] is True
+    (warning,) = body["warnings"]
+    assert "does not load" in warning and f"{broken}:4:" in warning
