@@ -4,6 +4,15 @@ Fail closed: every gateway hook handler carries `"onFailure": "block"` (on the h
 the matcher: Claude Code 2.1.332 ignores it there), so a gateway that is down, slow or
 erroring blocks the tool call; the policy's static denies are mirrored into
 `permissions.deny` as a floor that holds even with no gateway at all.
+
+The token is never written into the file; sessions export AGENT_GATEWAY_TOKEN. Hooks send it
+through header interpolation (`$AGENT_GATEWAY_TOKEN`, allowed by `allowedEnvVars`). Model
+requests send it through `apiKeyHelper`: Claude Code 2.1.332 does not interpolate variables
+in the settings' `env` values (measured: `ANTHROPIC_CUSTOM_HEADERS` arrived as the literal
+`$AGENT_GATEWAY_TOKEN`), but it sends a helper's output as `Authorization: Bearer` beside an
+`ANTHROPIC_API_KEY` in `x-api-key`, or as `x-api-key` beside an `ANTHROPIC_AUTH_TOKEN` in
+`Authorization`. The gateway takes its token from whichever header holds it and forwards the
+other, the session's own Anthropic credential, upstream.
 """
 
 from __future__ import annotations
@@ -15,6 +24,8 @@ if TYPE_CHECKING:
     from gateway.policy import Policy
 
 TOKEN_ENV = "AGENT_GATEWAY_TOKEN"
+API_KEY_HELPER = f'printf %s "${TOKEN_ENV}"'
+"""Run by Claude Code with /bin/sh; its output goes to the gateway's proxy as the token."""
 BLOCKING_EVENTS = ("PreToolUse", "PreCompact")
 """Events whose failure must stop the agent: a tool call, a compaction without archive."""
 OBSERVING_EVENTS = (
@@ -65,6 +76,8 @@ def gateway_settings(
         settings["httpHookAllowedEnvVars"] = [TOKEN_ENV]
     if proxy:
         settings["env"] = {"ANTHROPIC_BASE_URL": base}
+        if with_token:
+            settings["apiKeyHelper"] = API_KEY_HELPER
     return settings
 
 
@@ -81,6 +94,7 @@ def command_hook_settings(
         },
         "permissions": {"deny": list(dict.fromkeys(static_denies))},
         "env": {"ANTHROPIC_BASE_URL": base},
+        "apiKeyHelper": API_KEY_HELPER,
     }
 
 

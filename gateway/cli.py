@@ -162,6 +162,30 @@ def _add_service_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
         help="the Messages API to proxy to (default https://api.anthropic.com)",
     )
     serve.add_argument(
+        "--runs-root",
+        dest="runs_roots",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="POST /v1/runs may use a cwd inside DIR (repeatable; symlinks are resolved). "
+        "Without one, remote runs are refused; a tokens-file entry's runs_roots replace these "
+        "for its token",
+    )
+    serve.add_argument(
+        "--redis-url",
+        metavar="URL",
+        help="Redis the replicas share (redis://host:6379/0): which tenant owns each session. "
+        "Without it, replicas share AGENT_GATEWAY_HOME/sessions, which works on one host only",
+    )
+    serve.add_argument(
+        "--decision-budget",
+        dest="decision_budget",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="a PreToolUse decision not made within SECONDS is a deny (default 2)",
+    )
+    serve.add_argument(
         "--drain-seconds",
         type=float,
         default=30.0,
@@ -319,7 +343,16 @@ def _dispatch(args: argparse.Namespace) -> int:
         from gateway.serve_command import ServeArgs, serve_command
 
         return serve_command(
-            ServeArgs(args.policy, args.host, args.port, args.upstream, args.drain_seconds)
+            ServeArgs(
+                args.policy,
+                args.host,
+                args.port,
+                args.upstream,
+                args.drain_seconds,
+                runs_roots=args.runs_roots,
+                decision_budget_s=args.decision_budget,
+                redis_url=args.redis_url,
+            )
         )
     if command == "settings":
         from gateway.settings_command import settings_command

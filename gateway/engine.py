@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.archive.config import CompactionSettings
-from gateway.audit.log import append_decision
+from gateway.audit.log import append_record, decision_record
 from gateway.errors import GatewayError, HookInputError
 from gateway.hook_compact import (
     CompactOutcome,
@@ -62,9 +62,11 @@ class Engine:
         return str(error) if error else None
 
     def pre_tool_use(
-        self, raw: Mapping[str, Any]
+        self, raw: Mapping[str, Any], *, audit_extra: Mapping[str, Any] | None = None
     ) -> tuple[ToolCall | None, Decision, dict[str, Any]]:
-        """Decide, audit, render. A failure anywhere yields a deny with its reason."""
+        """Decide, audit, render. A failure anywhere yields a deny with its reason.
+
+        `audit_extra` adds fields to the audit record (the service: the caller's tenant)."""
         try:
             call = tool_call_from_input(dict(raw))
         except (HookInputError, TypeError, ValueError) as exc:
@@ -79,7 +81,8 @@ class Engine:
             decision = deny(f"agent-gateway could not decide: {_line(exc)}")
         if policy is not None:
             try:
-                append_decision(call, decision, self._audit_log)
+                record = {**decision_record(call, decision), **(audit_extra or {})}
+                append_record(record, self._audit_log)
             except OSError as exc:
                 # An unrecorded decision is not one this gateway makes.
                 decision = deny(

@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gateway.errors import GatewayError
 
@@ -28,6 +28,9 @@ class ServeArgs:
     port: int
     upstream: str
     drain_seconds: float = DRAIN_SECONDS
+    runs_roots: Sequence[str] = field(default_factory=tuple)
+    decision_budget_s: float = 2.0
+    redis_url: str | None = None
 
 
 def is_loopback(host: str) -> bool:
@@ -53,6 +56,13 @@ def serve_command(args: ServeArgs) -> int:
     if not args.policy:
         print(f"{prog}: error: at least one --policy PATH is needed", file=sys.stderr)
         return 2
+    if not args.decision_budget_s > 0:
+        print(f"{prog}: error: --decision-budget must be a positive number", file=sys.stderr)
+        return 2
+    for root in args.runs_roots:
+        if not os.path.isdir(root):
+            print(f"{prog}: error: --runs-root {root} is not a directory", file=sys.stderr)
+            return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     try:
@@ -70,8 +80,10 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
 
     from gateway.server.app import ServeConfig, create_app
     from gateway.server.auth import load_tokens
+    from gateway.server.owners import LocalSessionOwners, RedisSessionOwners, SessionOwners
     from gateway.server.service import GatewayService
     from gateway.server.tracing import ServerTracer
+    from gateway.settings import gateway_home
     from gateway.telemetry import load_price_table, span_sink_from_env
 
     tokens = load_tokens(token, tokens_file)
@@ -84,7 +96,22 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     )
     sink = span_sink_from_env()
     tracer = ServerTracer(sink, load_price_table())
-    service = GatewayService(config.policy_paths, tracer)
+    # With authentication on, sessions belong to tenants. Replicas must share the owners:
+    # through Redis, or through AGENT_GATEWAY_HOME when they all run on one host.
+    owners: SessionOwners | None = None
+    if tokens.enabled:
+        owners = (
+            RedisSessionOwners(args.redis_url)
+            if args.redis_url
+            else LocalSessionOwners(gateway_home() / "sessions")
+        )
+    service = GatewayService(
+        config.policy_paths,
+        tracer,
+        owners=owners,
+        runs_roots=[os.path.abspath(r) for r in args.runs_roots],
+        decision_budget_s=args.decision_budget_s,
+    )
     app = create_app(config, service, tracer.on_exchange)
 
     async def flush(_app: web.Application) -> None:
@@ -93,7 +120,8 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     app.on_cleanup.append(flush)
     print(
         f"agent-gateway serve: listening on http://{args.host}:{args.port} "
-        f"(upstream {args.upstream}, auth {'on' if tokens.enabled else 'off'})",
+        f"(upstream {args.upstream}, auth {'on' if tokens.enabled else 'off'}, "
+        f"remote runs {'in ' + ', '.join(args.runs_roots) if args.runs_roots else 'off'})",
         file=sys.stderr,
         flush=True,
     )

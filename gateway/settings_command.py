@@ -7,6 +7,7 @@ import json
 import sys
 
 from gateway.claude_settings import (
+    TOKEN_ENV,
     command_hook_settings,
     gateway_settings,
     managed_settings,
@@ -32,4 +33,11 @@ def settings_command(args: argparse.Namespace) -> int:
     else:
         settings = gateway_settings(args.url, static_denies=denies, with_token=not args.no_token)
     print(json.dumps(settings, indent=2))
+    if "apiKeyHelper" in settings:
+        print(
+            f"agent-gateway settings: sessions need `export {TOKEN_ENV}=<this gateway's token>`; "
+            "hooks send it as a header and apiKeyHelper sends it to the Messages API proxy, "
+            "beside the session's own ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN",
+            file=sys.stderr,
+        )
     return 0

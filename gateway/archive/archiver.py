@@ -44,7 +44,7 @@ def archive_session(
     if not request.transcript_path:
         raise ArchiveError("hook input has no transcript_path")
     root = projects_root if projects_root is not None else claude_projects_root()
-    files = session_files(Path(request.transcript_path), root)
+    files = session_files(Path(request.transcript_path), root, request.session_id)
     rules = redaction_rules(settings.redact, settings.builtin_redaction)
     redactor = Redactor(rules) if rules else None
     # Settle first: the offset recorded is where the transcript stopped growing.

@@ -1,7 +1,11 @@
 """Which files of a session are archived, and up to which byte.
 
-Only regular files whose real path lies under the Claude projects root are read; anything
-else (a path outside it, a symlink leading out, a FIFO) is refused and logged.
+Only the requesting session's own files are read: its transcript, named `<session_id>.jsonl`
+as Claude Code names it, and the files under its `<session_id>/` directory. Each must be a
+regular file with one link whose real path lies under the Claude projects root (side files:
+under the session's own directory). Anything else (a path outside the root, a symlink leading
+out, another session's transcript, a hard link to a file elsewhere, a FIFO) is refused and
+logged.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NoReturn
 
 from gateway.errors import ArchiveError
 
@@ -33,24 +37,42 @@ class SessionFile:
     """Relative to the project directory: `<sid>.jsonl`, `<sid>/subagents/...`."""
 
 
-def confine(path: Path, root: Path) -> Path:
-    """The real path of `path`, refused unless it is a regular file under `root`."""
+def confine(path: Path, root: Path, what: str = "the Claude projects root") -> Path:
+    """The real path of `path`, refused unless it is a regular file with a single link
+    under `root`. A second link means the same bytes live under another name, possibly
+    outside the root, which the real path cannot show."""
     real_root = Path(os.path.realpath(root))
     real = Path(os.path.realpath(path))
     if not real.is_relative_to(real_root):
         why = "a symlink leading out of" if os.path.islink(path) else "outside"
-        msg = f"refused to archive {path}: {why} the Claude projects root {real_root}"
-        log.error(msg)
-        raise ArchiveError(msg)
+        _refuse(f"refused to archive {path}: {why} {what} {real_root}")
     try:
-        mode = real.stat().st_mode
+        st = real.stat()
     except OSError as exc:
         raise ArchiveError(f"cannot archive {path}: {exc.strerror or exc}") from exc
-    if not stat.S_ISREG(mode):
-        msg = f"refused to archive {path}: not a regular file"
-        log.error(msg)
-        raise ArchiveError(msg)
+    if not stat.S_ISREG(st.st_mode):
+        _refuse(f"refused to archive {path}: not a regular file")
+    if st.st_nlink > 1:
+        _refuse(f"refused to archive {path}: it has {st.st_nlink} hard links")
     return real
+
+
+def check_transcript_name(transcript: Path, session_id: str) -> None:
+    """The transcript must be the session's own: `<session_id>.jsonl`, as Claude Code names
+    it, both as given and once symlinks are resolved."""
+    expected = f"{session_id}.jsonl"
+    safe = session_id not in ("", ".", "..") and "/" not in session_id and "\0" not in session_id
+    real_name = Path(os.path.realpath(transcript)).name
+    if not safe or transcript.name != expected or real_name != expected:
+        _refuse(
+            f"refused to archive {transcript}: not the transcript of session {session_id!r} "
+            f"(expected {expected!r})"
+        )
+
+
+def _refuse(message: str) -> NoReturn:
+    log.error(message)
+    raise ArchiveError(message)
 
 
 def open_confined(real: Path) -> BinaryIO:
@@ -93,12 +115,21 @@ def settle(
     return size
 
 
-def session_files(transcript: Path, root: Path) -> list[SessionFile]:
-    """The transcript and every file under its session's subagents/ and tool-results/."""
+def session_files(
+    transcript: Path, root: Path, session_id: str | None = None
+) -> list[SessionFile]:
+    """The transcript and every file under its session's subagents/ and tool-results/.
+
+    With `session_id`, the transcript must be that session's own (check_transcript_name)."""
     real = confine(transcript, root)
+    if session_id is not None:
+        check_transcript_name(Path(transcript), session_id)
     project_dir = Path(transcript).parent
     found = [SessionFile("transcript", real, Path(transcript).name)]
     session_dir = project_dir / Path(transcript).stem
+    if os.path.islink(session_dir):
+        confine_dir(session_dir, root)
+    own_dir = Path(os.path.realpath(session_dir))
     for role in SESSION_DIRS:
         top = session_dir / role
         if os.path.islink(top):
@@ -113,16 +144,16 @@ def session_files(transcript: Path, root: Path) -> list[SessionFile]:
             for name in sorted(filenames):
                 path = Path(dirpath, name)
                 rel = path.relative_to(project_dir).as_posix()
-                found.append(SessionFile(role, confine(path, root), rel))
+                confine(path, root)  # names the projects root when a file leads out of it
+                found.append(SessionFile(role, confine(path, own_dir, "the session's directory"),
+                                         rel))
     return found
 
 
 def confine_dir(path: Path, root: Path) -> None:
     real_root = os.path.realpath(root)
     if not Path(os.path.realpath(path)).is_relative_to(real_root):
-        msg = (
+        _refuse(
             f"refused to archive {path}: a symlink leading out of "
             f"the Claude projects root {real_root}"
         )
-        log.error(msg)
-        raise ArchiveError(msg)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gc
-import json
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,13 +11,19 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from gateway.hookio.events import is_hook_event, spelled_like
 from gateway.server.auth import TokenTable, auth_middleware, caller_of
-from gateway.server.proxy import ExchangeSink, Proxy
-from gateway.server.service import GatewayService
+from gateway.server.bodies import BodyError, parse_object, read_limited
+from gateway.server.proxy import SESSION_HEADER, ExchangeSink, Proxy, anthropic_error
+from gateway.server.runs import RunRefused
+from gateway.server.service import GatewayService, bad_request
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 MAX_HOOK_BODY = 1024 * 1024
 MAX_MESSAGES_BODY = 64 * 1024 * 1024
+PARSE_INLINE = 64 * 1024
+"""Bodies up to this size are decoded and parsed on the loop; larger ones in a thread."""
+log = logging.getLogger("gateway.server")
 
 
 @dataclass
@@ -39,7 +45,10 @@ def create_app(
 ) -> web.Application:
     """`service` answers hooks and runs; `sink` gets each proxied exchange (chat spans)."""
     app = web.Application(
-        client_max_size=MAX_MESSAGES_BODY, middlewares=[auth_middleware(config.tokens)]
+        client_max_size=MAX_MESSAGES_BODY,
+        middlewares=[auth_middleware(config.tokens)],
+        # Bodies are decoded where the limits are (bodies.py); the proxy forwards them as sent.
+        handler_args={"auto_decompress": False},
     )
     app[CONFIG] = config
     app[SERVICE] = service
@@ -49,9 +58,17 @@ def create_app(
     app.router.add_post("/v1/runs", _runs)
     app.router.add_post("/v1/messages", _messages)
     app.router.add_post("/v1/messages/count_tokens", _messages)
+    app.cleanup_ctx.append(_service_ctx)
     app.cleanup_ctx.append(_proxy_ctx(config, sink))
     app.on_startup.append(_freeze_startup_heap)
     return app
+
+
+async def _service_ctx(app: web.Application) -> AsyncIterator[None]:
+    service = app[SERVICE]
+    await service.start()
+    yield
+    await service.close()
 
 
 async def _freeze_startup_heap(_app: web.Application) -> None:
@@ -77,6 +94,11 @@ def _proxy_ctx(config: ServeConfig, sink: ExchangeSink | None) -> Any:
 
 
 async def _messages(request: web.Request) -> web.StreamResponse:
+    caller = caller_of(request)
+    session_id = request.headers.get(SESSION_HEADER, "")
+    refusal = await request.app[SERVICE].model_request_refusal(session_id, caller)
+    if refusal:
+        return anthropic_error(403, "permission_error", f"agent-gateway refused: {refusal}")
     return await request.app[PROXY].handle(request)
 
 
@@ -85,68 +107,50 @@ async def _healthz(_request: web.Request) -> web.Response:
 
 
 async def _readyz(request: web.Request) -> web.Response:
-    problems = request.app[SERVICE].readiness_problems()
-    status = 200 if not problems else 503
-    return web.json_response({"ready": not problems, "problems": problems}, status=status)
+    state = await request.app[SERVICE].readiness()
+    body = {"ready": state.ready, "problems": state.problems, "warnings": state.warnings}
+    return web.json_response(body, status=200 if state.ready else 503)
 
 
 async def _hook(request: web.Request) -> web.Response:
     event = request.match_info["event"]
-    service = request.app[SERVICE]
-    if not event.isascii() or not event.isalpha() or len(event) > 64:
-        return web.json_response({"error": "unknown hook event"}, status=404)
-    raw = await _read_limited(request, MAX_HOOK_BODY)
-    if raw is None:
-        return _bad_request(event, "hook body larger than 1 MiB")
+    if not is_hook_event(event):
+        meant = spelled_like(event)
+        hint = f" (Claude Code's name is {meant})" if meant else ""
+        log.warning("hook request for unknown event %r%s: 404", event[:64], hint)
+        return web.json_response(
+            {"error": f"unknown hook event {event[:64]!r}{hint}; names are case-sensitive"},
+            status=404,
+        )
     try:
-        body = json.loads(raw)
-        if not isinstance(body, dict):
-            raise ValueError("hook input must be a JSON object")
-    except ValueError as exc:
-        return _bad_request(event, f"malformed JSON: {' '.join(str(exc).split())}")
-    answer = await service.hook(event, body, caller_of(request))
-    return web.json_response(answer)
+        raw, body = await _read_json(request, MAX_HOOK_BODY)
+    except BodyError as exc:
+        reply = bad_request(event, exc.status, str(exc))
+        return web.json_response(reply.body, status=reply.status)
+    reply = await request.app[SERVICE].hook(event, body, raw, caller_of(request))
+    return web.json_response(reply.body, status=reply.status)
 
 
-def _bad_request(event: str, message: str) -> web.Response:
-    body: dict[str, Any] = {"error": message}
-    if event == "PreToolUse":
-        # A client that reads the body anyway must see a deny, never a silent allow.
-        body["hookSpecificOutput"] = {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": f"agent-gateway could not read the hook input: {message}",
-        }
-    return web.json_response(body, status=400)
-
-
-async def _read_limited(request: web.Request, limit: int) -> bytes | None:
-    """The whole body, or None as soon as it exceeds `limit` (never buffered past it)."""
-    if request.content_length is not None and request.content_length > limit:
-        return None
-    data = bytearray()
-    while chunk := await request.content.read(limit + 1 - len(data)):
-        data += chunk
-        if len(data) > limit:
-            return None
-    return bytes(data)
+async def _read_json(request: web.Request, limit: int) -> tuple[bytes, dict[str, Any]]:
+    """The decoded body and its JSON object, within the limits of bodies.py."""
+    raw = await read_limited(request, limit)
+    encoding = request.headers.get("Content-Encoding", "")
+    if len(raw) <= PARSE_INLINE and not encoding:
+        return raw, parse_object(raw)
+    return await request.app[SERVICE].offload_parse(raw, encoding, limit)
 
 
 async def _runs(request: web.Request) -> web.StreamResponse:
     service = request.app[SERVICE]
-    raw = await _read_limited(request, MAX_HOOK_BODY)
-    if raw is None:
-        return web.json_response({"error": "run request larger than 1 MiB"}, status=400)
+    caller = caller_of(request)
     try:
-        body = json.loads(raw)
-        if not isinstance(body, dict):
-            raise ValueError("expected a JSON object")
-        run = service.parse_run(body, caller_of(request))
-    except ValueError as exc:
-        return web.json_response({"error": " ".join(str(exc).split())}, status=400)
+        _, body = await _read_json(request, MAX_HOOK_BODY)
+        run = await service.prepare_run(body, caller)
+    except (BodyError, RunRefused) as exc:
+        return web.json_response({"error": " ".join(str(exc).split())}, status=exc.status)
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     await response.prepare(request)
-    async for line in service.stream_run(run):
+    async for line in service.stream_run(run, caller):
         await response.write(line)
     await response.write_eof()
     return response

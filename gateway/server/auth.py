@@ -1,4 +1,11 @@
-"""Bearer-token authentication: one token, or a file mapping tokens to policy layers."""
+"""Bearer-token authentication: one token, or a file mapping tokens to tenants.
+
+The gateway token may arrive in `Authorization: Bearer`, `X-Agent-Gateway-Token` or, on
+Messages API requests, `x-api-key`: Claude Code's `apiKeyHelper` (which the generated
+settings use to send $AGENT_GATEWAY_TOKEN) fills whichever of Authorization and x-api-key the
+session's own Anthropic credential leaves free. The header that held the gateway token is
+never forwarded upstream.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from aiohttp import web
@@ -18,18 +26,36 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 TOKEN_HEADER = "X-Agent-Gateway-Token"
 """The gateway token where `Authorization` carries the upstream's credential (the proxy):
 Claude Code sends it with ANTHROPIC_CUSTOM_HEADERS="X-Agent-Gateway-Token: TOKEN"."""
+TOKEN_ENV = "AGENT_GATEWAY_TOKEN"
+PROXY_AUTH_FAILURE = (
+    f"agent-gateway: this request carries no valid gateway token. Export {TOKEN_ENV} with "
+    "this gateway's token: the settings printed by `agent-gateway settings` send it "
+    f'(apiKeyHelper); ANTHROPIC_CUSTOM_HEADERS="{TOKEN_HEADER}: ${TOKEN_ENV}" works too'
+)
+"""Answered as a 403 permission_error: Claude Code 2.1.332 gives up on that at once and shows
+the message, while it retries a 401 for minutes. The message must not mention the API-key
+header by name: Claude Code then shows "Invalid API key" in its place."""
+HOOK_AUTH_FAILURE = (
+    f"agent-gateway: missing or invalid gateway token (Authorization: Bearer ${TOKEN_ENV})"
+)
+
+ENTRY_KEYS = frozenset({"token", "token_env", "name", "policies", "runs_roots"})
 
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling, and which policy layers (beyond the server's own) apply to them."""
+    """Who is calling (the tenant), and which policy layers beyond the server's apply."""
 
     name: str
     extra_policies: tuple[str, ...] = ()
+    runs_roots: tuple[str, ...] | None = None
+    """Directories this caller's remote runs may use; None: the server's --runs-root."""
 
 
 _REQUEST_CALLER: web.RequestKey[Caller] = web.RequestKey("agent_gateway.caller", Caller)
-_GATEWAY_AUTHORIZATION: web.RequestKey[bool] = web.RequestKey("agent_gateway.authz", bool)
+_TOKEN_HEADERS: web.RequestKey[frozenset[str]] = web.RequestKey(
+    "agent_gateway.token_headers", frozenset
+)
 
 
 @dataclass(frozen=True)
@@ -57,15 +83,19 @@ def load_tokens(token: str | None, tokens_file: str | None) -> TokenTable:
     ```yaml
     tokens:
       - token: "..."            # or token_env: TEAM_A_TOKEN
-        name: team-a
+        name: team-a            # the tenant: sessions belong to it
         policies: [policies/team-a.yaml]
+        runs_roots: [/srv/runs/team-a]   # where its remote runs may work (else --runs-root)
     ```
     """
     callers: dict[str, Caller] = {}
     if token:
         callers[token] = Caller(name="default")
     if tokens_file:
-        callers.update(_read_tokens_file(Path(tokens_file)))
+        for secret, caller in _read_tokens_file(Path(tokens_file)).items():
+            if secret in callers:
+                raise ConfigError(f"{tokens_file}: a token is listed twice")
+            callers[secret] = caller
     return TokenTable(callers)
 
 
@@ -74,25 +104,47 @@ def _read_tokens_file(path: Path) -> dict[str, Caller]:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: {' '.join(str(exc).split())}") from None
-    entries = data.get("tokens") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or set(data) != {"tokens"}:
+        raise ConfigError(f"{path}: expected exactly one key, 'tokens:', holding a list")
+    entries = data["tokens"]
     if not isinstance(entries, list):
         raise ConfigError(f"{path}: expected a 'tokens:' list")
     callers: dict[str, Caller] = {}
     for n, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{path}: tokens[{n}] must be a mapping")
-        secret = entry.get("token") or os.environ.get(str(entry.get("token_env", "")), "")
-        if not secret:
-            raise ConfigError(f"{path}: tokens[{n}] has no token (or its token_env is unset)")
-        policies = entry.get("policies") or []
-        if not isinstance(policies, list) or not all(isinstance(p, str) for p in policies):
-            raise ConfigError(f"{path}: tokens[{n}].policies must be a list of paths")
-        base = path.parent
-        resolved = tuple(str(p if Path(p).is_absolute() else base / p) for p in policies)
-        callers[str(secret)] = Caller(
-            name=str(entry.get("name") or f"token-{n}"), extra_policies=resolved
-        )
+        secret, caller = _entry(path, n, entry)
+        if secret in callers:
+            raise ConfigError(f"{path}: tokens[{n}] repeats a token listed before it")
+        callers[secret] = caller
     return callers
+
+
+def _entry(path: Path, n: int, entry: Any) -> tuple[str, Caller]:
+    where = f"{path}: tokens[{n}]"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be a mapping")
+    unknown = sorted(str(k) for k in set(entry) - ENTRY_KEYS)
+    if unknown:
+        hint = " (team budgets are not supported yet)" if "budget" in unknown else ""
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}{hint}")
+    secret = entry.get("token") or os.environ.get(str(entry.get("token_env", "")), "")
+    if not secret or not isinstance(secret, str):
+        raise ConfigError(f"{where} has no token (or its token_env is unset)")
+    name = entry.get("name", f"token-{n}")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{where}.name must be a non-empty string")
+    base = path.parent
+    policies = _paths(entry.get("policies"), f"{where}.policies", base)
+    roots = entry.get("runs_roots")
+    runs_roots = None if roots is None else _paths(roots, f"{where}.runs_roots", base)
+    return secret, Caller(name=name, extra_policies=policies, runs_roots=runs_roots)
+
+
+def _paths(value: Any, where: str, base: Path) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(p, str) and p for p in value):
+        raise ConfigError(f"{where} must be a list of paths")
+    return tuple(str(p if Path(p).is_absolute() else base / p) for p in value)
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -102,34 +154,59 @@ def auth_middleware(table: TokenTable) -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         if table.enabled and request.path not in OPEN_PATHS:
-            caller, from_authorization = _authenticate(table, request)
+            caller, headers = _authenticate(table, request)
             if caller is None:
-                return web.json_response(
-                    {"error": "missing or invalid bearer token"},
-                    status=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
+                return _refuse(request)
             request[_REQUEST_CALLER] = caller
-            request[_GATEWAY_AUTHORIZATION] = from_authorization
+            request[_TOKEN_HEADERS] = headers
         return await handler(request)
 
     return middleware
 
 
-def _authenticate(table: TokenTable, request: web.Request) -> tuple[Caller | None, bool]:
-    """The caller, and whether `Authorization` held the gateway token (not an upstream one)."""
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() == "bearer":
-        caller = table.lookup(token.strip())
-        if caller is not None:
-            return caller, True
-    header = request.headers.get(TOKEN_HEADER)
-    return (table.lookup(header.strip()) if header else None), False
+def _refuse(request: web.Request) -> web.Response:
+    if request.path.startswith("/v1/messages"):
+        from gateway.server.proxy import anthropic_error
+
+        return anthropic_error(403, "permission_error", PROXY_AUTH_FAILURE)
+    body: dict[str, Any] = {"error": HOOK_AUTH_FAILURE}
+    event = request.match_info.get("event") if request.path.startswith("/hooks/") else None
+    if event == "PreToolUse":
+        body["hookSpecificOutput"] = {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": HOOK_AUTH_FAILURE,
+        }
+    elif event == "PreCompact":
+        body.update({"decision": "block", "reason": HOOK_AUTH_FAILURE})
+    return web.json_response(body, status=401, headers={"WWW-Authenticate": "Bearer"})
 
 
-def authorization_is_ours(request: web.Request) -> bool:
-    """True when `Authorization` carried the gateway token: the proxy must not forward it."""
-    return bool(request.get(_GATEWAY_AUTHORIZATION, False))
+def _authenticate(table: TokenTable, request: web.Request) -> tuple[Caller | None, frozenset[str]]:
+    """The caller, and the (lower-case) names of the headers that held its token."""
+    found: Caller | None = None
+    held: set[str] = set()
+    scheme, _, bearer = request.headers.get("Authorization", "").partition(" ")
+    candidates = [
+        ("authorization", bearer.strip() if scheme.lower() == "bearer" else ""),
+        (TOKEN_HEADER.lower(), request.headers.get(TOKEN_HEADER, "").strip()),
+        ("x-api-key", request.headers.get("x-api-key", "").strip()),
+    ]
+    for header, value in candidates:
+        caller = table.lookup(value) if value else None
+        if caller is None:
+            continue
+        if found is not None and caller != found:
+            return None, frozenset()  # two different gateway tokens: refuse both
+        found = caller
+        held.add(header)
+    return found, frozenset(held)
+
+
+def gateway_token_headers(request: web.Request) -> frozenset[str]:
+    """Headers (lower-case) that carried the gateway token: the proxy must not forward them."""
+    held: frozenset[str] = request.get(_TOKEN_HEADERS, frozenset())
+    return held
 
 
 ANONYMOUS = Caller(name="anonymous")

@@ -1,12 +1,15 @@
 """Streaming pass-through to the upstream Messages API, with a tap for chat spans.
 
-Bytes go to the client as they arrive; the tap decodes a copy. Auth headers pass unchanged.
+Bytes go to the client as they arrive; the tap decodes a copy. Request bodies are forwarded
+as sent (Content-Encoding included). Auth headers pass unchanged, except the one that held the
+gateway's own token.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +18,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from gateway.server.auth import authorization_is_ours
+from gateway.server.auth import gateway_token_headers
 from gateway.server.sse import SseDecoder
 
 # Hop-by-hop headers and those aiohttp sets itself; everything else is forwarded as is.
@@ -73,10 +76,8 @@ class Proxy:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
         started = time.time_ns()
-        # The gateway's own token (in Authorization) is not the upstream's credential.
-        drop = (
-            _DROP_REQUEST | {"authorization"} if authorization_is_ours(request) else _DROP_REQUEST
-        )
+        # The gateway's own token is not the upstream's credential.
+        drop = _DROP_REQUEST | gateway_token_headers(request)
         headers = {k: v for k, v in request.headers.items() if k.lower() not in drop}
         headers["Accept-Encoding"] = "identity"  # the tap reads the SSE as text
         url = self.upstream.rstrip("/") + request.path_qs
@@ -108,10 +109,7 @@ class Proxy:
             if response is not None:
                 raise  # headers are out: the client sees a cut stream, as from the upstream
             exchange.status = 502
-            return web.json_response(
-                {"type": "error", "error": {"type": "api_error", "message": exchange.error}},
-                status=502,
-            )
+            return anthropic_error(502, "api_error", exchange.error)
         finally:
             exchange.ended_ns = time.time_ns()
             if self.sink is not None and request.path == "/v1/messages":
@@ -147,6 +145,12 @@ class Proxy:
             exchange.body_json = _json_object(bytes(kept))
 
 
+def anthropic_error(status: int, error_type: str, message: str) -> web.Response:
+    """An error in the Messages API's own shape, which Claude Code shows to the user."""
+    body = {"type": "error", "error": {"type": error_type, "message": message}}
+    return web.json_response(body, status=status)
+
+
 def _is_sse(response: aiohttp.ClientResponse) -> bool:
     return response.headers.get("Content-Type", "").startswith("text/event-stream")
 
@@ -159,7 +163,18 @@ def _json_object(data: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+_LEADING_MODEL = re.compile(rb'\A\s*\{\s*"model"\s*:\s*"([^"\\]{1,256})"')
+PARSE_REQUEST_MAX = 256 * 1024
+
+
 def _request_model(body: bytes) -> str:
+    """The requested model: Claude Code writes `model` first, so the head says it; other
+    bodies are parsed only when small (a long conversation would stall the loop)."""
+    found = _LEADING_MODEL.match(body[:1024])
+    if found:
+        return found.group(1).decode("utf-8", "replace")
+    if len(body) > PARSE_REQUEST_MAX:
+        return ""
     model = (_json_object(body) or {}).get("model")
     return model if isinstance(model, str) else ""
 

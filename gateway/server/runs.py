@@ -3,7 +3,8 @@
 Each message Claude Code writes is one line, as `agent-gateway run --output-format
 stream-json` prints it; a last line `{"type": "gateway_exit", "exit_code": N, "errors": [...]}`
 says how the run ended. The caller's policy layers come from its token. `settings` is refused:
-a remote caller must not add hooks (commands) to the gateway host.
+a remote caller must not add hooks (commands) to the gateway host. `cwd` is required and must
+resolve, symlinks included, inside one of the caller's runs roots.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +25,29 @@ _KNOWN = frozenset(
     | set(_STRINGS)
     | set(_LISTS)
 )
+
+
+class RunRefused(Exception):
+    """A run request the gateway will not start: `status` is the 4xx, `str()` says why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def confine_cwd(cwd: str, roots: Sequence[str]) -> str:
+    """The real path of `cwd` when it lies inside one of `roots` (symlinks resolved)."""
+    if not os.path.isabs(cwd):
+        raise RunRefused(400, f"'cwd' must be an absolute path, got {cwd!r}")
+    real = os.path.realpath(cwd)
+    if not os.path.isdir(real):
+        raise RunRefused(400, f"'cwd' {cwd} is not a directory")
+    for root in roots:
+        real_root = os.path.realpath(root)
+        if real == real_root or real.startswith(real_root.rstrip("/") + "/"):
+            return real
+    shown = cwd if real == cwd else f"{cwd} (really {real})"
+    raise RunRefused(403, f"'cwd' {shown} is outside this token's runs roots")
 
 
 @dataclass(frozen=True)

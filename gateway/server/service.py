@@ -1,37 +1,91 @@
-"""What the HTTP endpoints do: hook events, readiness, remote runs. No aiohttp in here.
+"""What the HTTP endpoints do: hook events, tenancy, readiness, remote runs. No aiohttp here.
 
-Unknown hook events get `{}` (HTTP 200): Claude Code reads an empty object as "no opinion",
-and a newer Claude Code adding an event must not break sessions pointed at this gateway.
+Nothing blocking runs on the event loop. Decisions run in worker processes, in two lanes: small
+hook inputs in one (a job running long there is niced and replaced, see workers.py), large
+ones in another whose workers run niced from the start, so pathological inputs compete only
+with each other. Each decision gets a budget; unanswered in time, it is a deny. Audit appends,
+owner claims, policy loads and readiness checks run in a short-job thread pool; archiving in
+its own pool.
+
+Every hook request handled leaves one audit record, decided or not (audit_events.py).
 """
 
 from __future__ import annotations
 
-import asyncio
+import json
 import logging
 import os
 import tempfile
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gateway.audit.log import append_record, audit_path, decision_record
 from gateway.engine import Engine, deny
 from gateway.errors import GatewayError
 from gateway.hookio.parse import tool_call_from_input
 from gateway.hookio.render import render_pre_tool_use
-from gateway.policy import decide
+from gateway.server import audit_events as ev
 from gateway.server.auth import Caller
-from gateway.server.runs import parse_run_request, stream_run_lines
+from gateway.server.bodies import decode_object
+from gateway.server.decision_worker import DECIDE, PRE_TOOL_USE, WorkerInit, worker_main
+from gateway.server.offload import Offload, cores
+from gateway.server.owners import SessionOwners
+from gateway.server.runs import (
+    RunRefused,
+    RunSpec,
+    confine_cwd,
+    parse_run_request,
+    stream_run_lines,
+)
+from gateway.server.tenancy import OwnerStoreError, Tenancy, valid_session_id
 from gateway.server.tracing import ServerTracer
+from gateway.server.workers import JobFailed, JobTimeout, WorkerPool
 from gateway.types import Decision
 
 log = logging.getLogger("gateway.server")
 
-HookAnswer = dict[str, Any]
+DEFAULT_DECISION_BUDGET_S = 2.0
+LARGE_INPUT = 8 * 1024
+"""Hook inputs above this many bytes are decided in the lane for large inputs."""
+DEMOTE_AFTER_S = 0.05
+"""A decision in the small-input lane running this long is moved out of the way."""
+WORKER_MEMORY_LIMIT = 512 * 1024**2
+"""Address space per decision worker: a runaway analysis fails there (a deny), long before
+it could take the replica's memory."""
+RUNS_OFF = (
+    "remote runs are off on this gateway: start it with `agent-gateway serve --runs-root DIR` "
+    "(or give this token runs_roots in the tokens file)"
+)
+REMOTE_RUN = "RemoteRun"
+MODEL_REQUEST = "ModelRequest"
+"""Audit event names for refusals outside the hooks: /v1/runs and the Messages API proxy."""
+
+
+@dataclass(frozen=True)
+class HookReply:
+    status: int
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """`problems` make the replica not ready; `warnings` are shown while it stays ready.
+
+    /readyz shows both; metrics read the same value."""
+
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ready(self) -> bool:
+        return not self.problems
 
 
 class GatewayService:
-    """Hook answers per caller (its policy layers), spans, and remote runs."""
+    """Hook answers per caller (its policy layers and tenant), spans, and remote runs."""
 
     def __init__(
         self,
@@ -40,76 +94,236 @@ class GatewayService:
         *,
         audit_log: Path | None = None,
         sink_ok: Any = None,
+        owners: SessionOwners | None = None,
+        runs_roots: Sequence[str] = (),
+        decision_budget_s: float = DEFAULT_DECISION_BUDGET_S,
+        workers: int | None = None,
     ) -> None:
         self._paths = tuple(policy_paths)
         self._tracer = tracer
-        self._audit_log = audit_log
+        self._audit_log = audit_log or audit_path()
         self._engines: dict[tuple[str, ...], Engine] = {}
-        self._by_extra: dict[tuple[str, ...], Engine] = {}
+        self._decided_layers: dict[tuple[str, ...], None] = {}
+        self._unloadable: dict[tuple[str, ...], str] = {}
+        """Callers' layer sets that do not load (their calls are denied), for /readyz."""
+        """Layer sets the workers have decided for: a new worker loads them before it serves."""
         self._sink_ok = sink_ok
+        self._runs_roots = tuple(runs_roots)
+        self.decision_budget_s = decision_budget_s
+        self._offload = Offload()
+        self.tenancy = Tenancy(owners, self._offload.io)
         self.engine_for(Caller(name="server"))  # the server's own policy must load now
+        n = workers or cores()
+        preload = (worker_main.__module__,)
+        self._small = WorkerPool(
+            worker_main, self._worker_init, size=n, budget_s=decision_budget_s,
+            demote_after_s=DEMOTE_AFTER_S, preload=preload, name="agent-gateway-decide",
+        )
+        self._large = WorkerPool(
+            worker_main, self._worker_init, size=n, budget_s=decision_budget_s, niceness=10,
+            preload=preload, name="agent-gateway-decide-large",
+        )
+
+    async def start(self) -> None:
+        await self._small.start()
+        await self._large.start()
+
+    async def close(self) -> None:
+        await self._small.close()
+        await self._large.close()
+        self._offload.close()
 
     def engine_for(self, caller: Caller) -> Engine:
-        engine = self._by_extra.get(caller.extra_policies)  # the common case, no tuple built
+        """The caller's engine in this process (compaction settings, readiness); blocking."""
+        layers = self._layers(caller)
+        engine = self._engines.get(layers)
         if engine is None:
-            layers = (*self._paths, *caller.extra_policies)
-            engine = self._engines.get(layers)
-            if engine is None:
-                engine = self._engines[layers] = Engine(layers, audit_log=self._audit_log)
-            self._by_extra[caller.extra_policies] = engine
+            engine = self._engines[layers] = Engine(layers, audit_log=self._audit_log)
         return engine
 
-    # --- hooks ------------------------------------------------------------------------------
-    async def hook(self, event: str, body: Mapping[str, Any], caller: Caller) -> HookAnswer:
-        try:
-            engine = self.engine_for(caller)
-        except GatewayError as exc:
-            # The caller's layers do not load: nothing can be decided, so nothing may pass.
-            log.error("policy for caller %s does not load: %s", caller.name, exc)
-            return _cannot_decide(event, f"agent-gateway cannot load this caller's policy: {exc}")
-        if event == "PreToolUse":
-            return self._pre_tool_use(body, engine)
-        if event in ("PostToolUse", "PostToolUseFailure"):
-            self._post_tool_use(body, engine, failed=event == "PostToolUseFailure")
-            return {}
-        if event == "PreCompact":
-            return await self._pre_compact(body, engine)
-        if event == "SessionEnd" and self._tracer is not None:
-            self._traced(self._tracer.on_session_end, body)
-        return {}  # observed events (and unknown ones): no opinion
+    def _layers(self, caller: Caller) -> tuple[str, ...]:
+        layers = (*self._paths, *caller.extra_policies)
+        if layers not in self._decided_layers and len(self._decided_layers) < 1024:
+            self._decided_layers[layers] = None
+        return layers
 
-    def _pre_tool_use(self, body: Mapping[str, Any], engine: Engine) -> HookAnswer:
-        _, decision, answer = engine.pre_tool_use(body)
+    def _worker_init(self) -> WorkerInit:
+        return WorkerInit(
+            env=dict(os.environ),
+            cwd=os.getcwd(),
+            audit_log=str(self._audit_log),
+            memory_limit=WORKER_MEMORY_LIMIT,
+            job_limit_s=self.decision_budget_s + 5,
+            warm=tuple(dict.fromkeys([*self._engines, *self._decided_layers])),
+        )
+
+    # --- hooks ------------------------------------------------------------------------------
+    async def hook(
+        self, event: str, body: Mapping[str, Any], raw: bytes, caller: Caller
+    ) -> HookReply:
+        named = body.get("hook_event_name")
+        if named is not None and named != event:
+            return bad_request(event, 400, f"hook_event_name {named!r} does not match {event}")
+        session_id = body.get("session_id")
+        if session_id is not None and not valid_session_id(session_id):
+            return bad_request(event, 400, "session_id must be a printable string (max 256)")
+        try:
+            refusal = await self.tenancy.refusal(session_id or "", caller.name)
+        except OwnerStoreError as exc:
+            return _cannot_decide(event, 503, f"agent-gateway: {exc}")
+        if refusal:
+            await self.audit_refusal(event, body, caller, refusal)
+            return _cannot_decide(event, 403, f"agent-gateway refused: {refusal}")
+        if event == "PreToolUse":
+            return HookReply(200, await self._pre_tool_use(body, raw, caller))
+        if event in ("PostToolUse", "PostToolUseFailure"):
+            decision = await self._recompute(raw, caller) if self._tracer is not None else None
+            return await self._observed(event, body, caller, decision)
+        if event == "PreCompact":
+            return await self._pre_compact(body, caller)
+        return await self._observed(event, body, caller)
+
+    async def _pre_tool_use(
+        self, body: Mapping[str, Any], raw: bytes, caller: Caller
+    ) -> dict[str, Any]:
+        pool = self._large if len(raw) > LARGE_INPUT else self._small
+        job = (PRE_TOOL_USE, self._layers(caller), raw, {"tenant": caller.name})
+        try:
+            reply = await pool.call(job)
+        except JobTimeout:
+            budget = f"{self.decision_budget_s:g} s"
+            return await self._deny(
+                body, caller, f"agent-gateway: no decision within the {budget} decision budget"
+                " (agent-gateway serve --decision-budget), so the call is denied",
+            )
+        except JobFailed as exc:
+            return await self._deny(body, caller, f"agent-gateway could not decide: {exc}")
+        if reply[0] == "unloadable":
+            log.error("policy for caller %s does not load: %s", caller.name, reply[1])
+            self._unloadable[self._layers(caller)] = str(reply[1])
+            return await self._deny(
+                body, caller, f"agent-gateway cannot load this caller's policy: {reply[1]}"
+            )
+        if reply[0] != "ok":
+            log.error("decision failed: %s", reply[1])
+            return await self._deny(body, caller, f"agent-gateway could not decide: {reply[1]}")
+        decision, answer = reply[1], reply[2]
+        self._unloadable.pop(self._layers(caller), None)
         if decision.kind == "deny" and self._tracer is not None:
             self._traced(self._tracer.on_tool_denied, body, decision)
-        return answer
+        return dict(answer)
 
-    def _post_tool_use(self, body: Mapping[str, Any], engine: Engine, *, failed: bool) -> None:
+    async def _deny(self, body: Mapping[str, Any], caller: Caller, reason: str) -> dict[str, Any]:
+        """A deny the workers could not record themselves: recorded here, then answered."""
+        decision = deny(" ".join(reason.split()))
+        try:
+            await self._offload.io(self._append_deny, body, decision, caller)
+        except OSError as exc:
+            log.error("audit log not writable, the deny stands: %s", exc)
+        if self._tracer is not None:
+            self._traced(self._tracer.on_tool_denied, body, decision)
+        return dict(render_pre_tool_use(decision))
+
+    def _append_deny(self, body: Mapping[str, Any], decision: Decision, caller: Caller) -> None:
+        try:
+            record = decision_record(tool_call_from_input(dict(body)), decision)
+        except (GatewayError, TypeError, ValueError):
+            record = ev.event_record(
+                "PreToolUse", body, caller.name, decision="deny", reason=decision.reason,
+                rule_id=decision.rule_id,
+            )
+        append_record({**record, "tenant": caller.name}, self._audit_log)
+
+    async def _recompute(self, raw: bytes, caller: Caller) -> Decision | None:
+        """The PreToolUse decision again (for the tool span), in the same workers."""
+        pool = self._large if len(raw) > LARGE_INPUT else self._small
+        try:
+            reply = await pool.call((DECIDE, self._layers(caller), raw, {}))
+        except (JobTimeout, JobFailed):
+            return None
+        decision = reply[1] if reply[0] == "ok" else None
+        return decision if isinstance(decision, Decision) else None
+
+    async def _observed(
+        self,
+        event: str,
+        body: Mapping[str, Any],
+        caller: Caller,
+        decision: Decision | None = None,
+    ) -> HookReply:
+        try:
+            await self._offload.io(self._observe, event, body, caller, decision)
+        except OSError as exc:
+            log.error("audit log not writable: %s", exc)
+            return HookReply(503, {"error": f"agent-gateway could not write its audit log: {exc}"})
+        return HookReply(200, {})
+
+    def _observe(
+        self, event: str, body: Mapping[str, Any], caller: Caller, decision: Decision | None
+    ) -> None:
+        reason = f"{event} is observed: the gateway decides nothing for it"
+        append_record(
+            ev.event_record(event, body, caller.name, decision=ev.NONE, reason=reason),
+            self._audit_log,
+        )
         if self._tracer is None:
             return
-        decision = self._recompute(body, engine)
-        self._traced(self._tracer.on_tool_end, body, decision, failed)
+        if event in ("PostToolUse", "PostToolUseFailure"):
+            self._traced(
+                self._tracer.on_tool_end, body, decision, event == "PostToolUseFailure"
+            )
+        elif event == "SessionEnd":
+            self._traced(self._tracer.on_session_end, body)
 
-    def _recompute(self, body: Mapping[str, Any], engine: Engine) -> Decision | None:
-        """The PreToolUse decision again, with the same pure function on the same policy."""
-        policy = engine.policy
-        if policy is None:
-            return None
+    async def _pre_compact(self, body: Mapping[str, Any], caller: Caller) -> HookReply:
         try:
-            call = tool_call_from_input({**body, "hook_event_name": "PreToolUse"})
-            return decide(policy, call)
-        except Exception:  # a span attribute is not worth a failed hook
-            return None
-
-    async def _pre_compact(self, body: Mapping[str, Any], engine: Engine) -> HookAnswer:
+            engine = await self._offload.io(self.engine_for, caller)
+        except GatewayError as exc:
+            # Whether an archive is required is unknown: compaction must wait.
+            reason = f"agent-gateway cannot load this caller's policy: {exc}"
+            log.error("policy for caller %s does not load: %s", caller.name, exc)
+            self._unloadable[self._layers(caller)] = " ".join(str(exc).split())
+            await self._record_compaction(body, caller, ev.BLOCK, reason, "")
+            return HookReply(200, {"decision": "block", "reason": " ".join(reason.split())})
         started = time.time_ns()
-        # Archiving reads and writes the whole transcript: keep it off the event loop.
-        outcome, answer = await asyncio.to_thread(engine.pre_compact, body)
+        outcome, answer = await self._offload.archive(engine.pre_compact, body)
+        if outcome.blocked:
+            decision, reason = ev.BLOCK, outcome.block_reason
+        else:
+            decision = ev.NONE
+            reason = f"not archived: {outcome.error}" if outcome.error else (
+                "archiving is off" if outcome.skipped else "archived"
+            )
+        await self._record_compaction(body, caller, decision, reason, outcome.archive_id)
         if self._tracer is not None:
             self._traced(
                 self._tracer.on_compaction, body, started, outcome.archive_id, outcome.error
             )
-        return answer
+        return HookReply(200, answer)
+
+    async def _record_compaction(
+        self, body: Mapping[str, Any], caller: Caller, decision: str, reason: str, archive: str
+    ) -> None:
+        record = ev.event_record(
+            "PreCompact", body, caller.name, decision=decision, reason=reason, archive_id=archive
+        )
+        try:
+            await self._offload.io(append_record, record, self._audit_log)
+        except OSError as exc:
+            log.error("audit log not writable: %s", exc)
+
+    async def audit_refusal(
+        self, event: str, body: Mapping[str, Any], caller: Caller, reason: str, **extra: Any
+    ) -> None:
+        decision = "deny" if event == "PreToolUse" else ev.REFUSED
+        record = ev.event_record(
+            event, body, caller.name, decision=decision, reason=reason, rule_id="gateway.tenant",
+            **extra,
+        )
+        try:
+            await self._offload.io(append_record, record, self._audit_log)
+        except OSError as exc:
+            log.error("audit log not writable, the refusal stands: %s", exc)
 
     def _traced(self, fn: Any, *args: Any) -> None:
         try:
@@ -117,42 +331,147 @@ class GatewayService:
         except Exception:  # tracing never changes a hook's answer
             log.exception("span for a hook event failed")
 
+    async def offload_parse(
+        self, raw: bytes, content_encoding: str, limit: int
+    ) -> tuple[bytes, dict[str, Any]]:
+        """Decode and parse a large or compressed body off the loop (BodyError as is)."""
+        return await self._offload.io(decode_object, raw, content_encoding, limit)
+
+    # --- the proxy --------------------------------------------------------------------------
+    async def model_request_refusal(self, session_id: str, caller: Caller) -> str:
+        """'' when the caller may send model requests for this session, else why not."""
+        if not session_id or not self.tenancy.enabled:
+            return ""
+        if not valid_session_id(session_id):
+            return "the session id header is not a printable string of at most 256 characters"
+        try:
+            refusal = await self.tenancy.refusal(session_id, caller.name)
+        except OwnerStoreError as exc:
+            return str(exc)
+        if refusal:
+            await self.audit_refusal(MODEL_REQUEST, {"session_id": session_id}, caller, refusal)
+        return refusal
+
     # --- readiness --------------------------------------------------------------------------
-    def readiness_problems(self) -> list[str]:
+    async def readiness(self) -> Readiness:
+        return await self._offload.io(self._readiness)
+
+    def _readiness(self) -> Readiness:
         problems: list[str] = []
+        warnings: list[str] = []
         for layers, engine in list(self._engines.items()):
             try:
-                if engine.policy is None:
-                    problems.append(f"no policy loaded for {', '.join(layers) or '(none)'}")
+                engine.policy  # noqa: B018 (checks the files and reloads when they changed)
             except Exception as exc:
-                problems.append(f"policy {', '.join(layers)}: {' '.join(str(exc).split())}")
+                warnings.append(f"policy {', '.join(layers)}: {' '.join(str(exc).split())}")
             if engine.reload_error:
-                problems.append(f"policy reload failed: {engine.reload_error}")
+                warnings.append(
+                    f"policy reload failed, the last good policy stays in force: "
+                    f"{' '.join(engine.reload_error.split())}"
+                )
+        for layers, error in list(self._unloadable.items()):
+            warnings.append(
+                f"policy {', '.join(layers)} does not load, its callers' tool calls are denied: "
+                f"{error}"
+            )
         server = self._engines.get(self._paths)
-        if server is not None:
-            problem = _store_problem(server)
+        for problem in (
+            _store_problem(server) if server is not None else "",
+            _audit_problem(self._audit_log),
+            self.tenancy.owners.problem() if self.tenancy.owners is not None else "",
+        ):
             if problem:
                 problems.append(problem)
         if callable(self._sink_ok) and not self._sink_ok():
             problems.append("span export is failing")
-        return problems
+        return Readiness(problems, warnings)
 
     # --- remote runs ------------------------------------------------------------------------
-    def parse_run(self, body: Mapping[str, Any], caller: Caller) -> Any:
-        return parse_run_request(body, (*self._paths, *caller.extra_policies))
+    async def prepare_run(self, body: Mapping[str, Any], caller: Caller) -> RunSpec:
+        """A run the caller may start, with `cwd` resolved; RunRefused (4xx) otherwise."""
+        try:
+            return await self._prepare_run(body, caller)
+        except RunRefused as exc:
+            if exc.status == 403:
+                resume, cwd = body.get("resume"), body.get("cwd")
+                await self.audit_refusal(
+                    REMOTE_RUN,
+                    {"session_id": resume if isinstance(resume, str) else ""},
+                    caller,
+                    str(exc),
+                    cwd=cwd if isinstance(cwd, str) else "",
+                )
+            raise
 
-    def stream_run(self, run: Any) -> AsyncIterator[bytes]:
-        return stream_run_lines(run)
+    async def _prepare_run(self, body: Mapping[str, Any], caller: Caller) -> RunSpec:
+        roots = caller.runs_roots if caller.runs_roots is not None else self._runs_roots
+        if not roots:
+            raise RunRefused(403, RUNS_OFF)
+        try:
+            spec = parse_run_request(body, self._layers(caller))
+        except ValueError as exc:
+            raise RunRefused(400, " ".join(str(exc).split())) from None
+        cwd = spec.options.get("cwd")
+        if not cwd:
+            raise RunRefused(400, "'cwd' is required: a directory inside one of the runs roots")
+        real = await self._offload.io(confine_cwd, cwd, roots)
+        resume = spec.options.get("resume")
+        if resume:
+            if not valid_session_id(resume):
+                raise RunRefused(400, "'resume' must be a printable string (max 256)")
+            try:
+                refusal = await self.tenancy.refusal(resume, caller.name)
+            except OwnerStoreError as exc:
+                raise RunRefused(503, str(exc)) from None
+            if refusal:
+                verb = "fork" if spec.options.get("fork_session") else "resume"
+                raise RunRefused(403, f"cannot {verb}: {refusal}")
+        return replace(spec, options={**spec.options, "cwd": real})
+
+    async def stream_run(self, spec: RunSpec, caller: Caller) -> AsyncIterator[bytes]:
+        """The run's NDJSON lines; its session is recorded as the caller's when it starts."""
+        claimed = not self.tenancy.enabled
+        async for chunk in stream_run_lines(spec):
+            if not claimed and (session_id := _session_id_of(chunk)):
+                claimed = True
+                try:
+                    refusal = await self.tenancy.refusal(session_id, caller.name)
+                except OwnerStoreError as exc:
+                    refusal = str(exc)
+                if refusal:  # a new session that is somebody else's: never stream it
+                    log.error("remote run stopped: %s", refusal)
+                    yield (json.dumps({"type": "gateway_error", "error": refusal}) + "\n").encode()
+                    return
+            yield chunk
 
 
-def _cannot_decide(event: str, reason: str) -> HookAnswer:
+def bad_request(event: str, status: int, message: str) -> HookReply:
+    """A hook body the gateway will not read: 4xx, and for PreToolUse a deny as well."""
+    reason = f"agent-gateway could not read the hook input: {message}"
+    return _cannot_decide(event, status, reason, error=message)
+
+
+def _cannot_decide(event: str, status: int, reason: str, *, error: str = "") -> HookReply:
     reason = " ".join(reason.split())
+    body: dict[str, Any] = {"error": error or reason}
     if event == "PreToolUse":
-        return dict(render_pre_tool_use(deny(reason)))
-    if event == "PreCompact":
-        # Whether an archive is required is unknown: compaction must wait.
-        return {"decision": "block", "reason": reason}
-    return {}
+        # A client that reads the body anyway must see a deny, never a silent allow.
+        body.update(render_pre_tool_use(deny(reason)))
+    elif event == "PreCompact":
+        body.update({"decision": "block", "reason": reason})
+    return HookReply(status, body)
+
+
+def _session_id_of(chunk: bytes) -> str:
+    for line in chunk.splitlines():
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        session_id = message.get("session_id") if isinstance(message, dict) else None
+        if valid_session_id(session_id):
+            return str(session_id)
+    return ""
 
 
 def _store_problem(engine: Engine) -> str:
@@ -165,11 +484,21 @@ def _store_problem(engine: Engine) -> str:
         return ""
     from gateway.archive.store import local_root
 
-    root = Path(local_root(settings, None))
+    return _writable_dir(Path(local_root(settings, None)), "archive store")
+
+
+def _audit_problem(path: Path) -> str:
+    problem = _writable_dir(path.parent, "audit log directory")
+    if not problem and path.exists() and not os.access(path, os.W_OK):
+        problem = f"audit log {path} not writable"
+    return problem
+
+
+def _writable_dir(root: Path, what: str) -> str:
     try:
         root.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=root, prefix=".readyz-"):
             pass
     except OSError as exc:
-        return f"archive store {root} not writable: {exc.strerror or exc}"
-    return "" if os.access(root, os.W_OK) else f"archive store {root} not writable"
+        return f"{what} {root} not writable: {exc.strerror or exc}"
+    return "" if os.access(root, os.W_OK) else f"{what} {root} not writable"

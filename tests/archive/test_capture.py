@@ -127,3 +127,62 @@ def test_settle_returns_at_once_for_a_quiet_file(tmp_path: Path) -> None:
     os.utime(path, (old, old))
     sleeps: list[float] = []
     assert settle(path, 5, sleep=sleeps.append) == 5 and sleeps == []
+
+
+# --- only the requesting session's own files ------------------------------------------------
+def test_a_hard_link_to_a_file_outside_the_root_is_refused_and_logged(
+    make_session: Callable[..., Session], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    s = make_session(extras=False)
+    secret = tmp_path / "id_rsa"
+    secret.write_text("private key\n")
+    s.transcript.unlink()
+    os.link(secret, s.transcript)  # inside the root by name, outside by content
+    with pytest.raises(ArchiveError, match="2 hard links"):
+        session_files(s.transcript, s.root, s.session_id)
+    assert "refused to archive" in caplog.text
+
+
+def test_a_hard_link_inside_the_session_directory_is_refused(
+    make_session: Callable[..., Session], tmp_path: Path
+) -> None:
+    s = make_session()
+    secret = tmp_path / "token"
+    secret.write_text("secret\n")
+    os.link(secret, s.session_dir / "tool-results" / "toolu_2.txt")
+    with pytest.raises(ArchiveError, match="hard links"):
+        session_files(s.transcript, s.root, s.session_id)
+
+
+def test_another_sessions_transcript_is_refused(
+    make_session: Callable[..., Session], caplog: pytest.LogCaptureFixture
+) -> None:
+    mine, theirs = make_session(), make_session()
+    with pytest.raises(ArchiveError, match="not the transcript of session"):
+        session_files(theirs.transcript, mine.root, mine.session_id)
+    # nor through a symlink named like mine that resolves to theirs
+    mine.transcript.unlink()
+    mine.transcript.symlink_to(theirs.transcript)
+    with pytest.raises(ArchiveError, match="not the transcript of session"):
+        session_files(mine.transcript, mine.root, mine.session_id)
+    assert "refused to archive" in caplog.text
+
+
+@pytest.mark.parametrize("session_id", ["", ".", "..", "a/b"])
+def test_session_ids_that_are_not_file_names_are_refused(
+    make_session: Callable[..., Session], session_id: str
+) -> None:
+    s = make_session(extras=False)
+    with pytest.raises(ArchiveError, match="not the transcript of session"):
+        session_files(s.transcript, s.root, session_id)
+
+
+def test_side_files_must_stay_in_the_sessions_own_directory(
+    make_session: Callable[..., Session],
+) -> None:
+    mine, theirs = make_session(), make_session()
+    (mine.session_dir / "subagents" / "theirs.jsonl").symlink_to(
+        theirs.session_dir / "subagents" / "agent-a1.jsonl"
+    )
+    with pytest.raises(ArchiveError, match="the session's directory"):
+        session_files(mine.transcript, mine.root, mine.session_id)

@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,3 +138,35 @@ def _run(
         timeout=timeout,
     )
     return RunOutcome(proc.returncode, proc.stdout, proc.stderr, parse_lines(proc.stdout))
+
+
+def post_ndjson(
+    url: str, token: str, path: str, body: dict[str, Any]
+) -> tuple[int, list[dict[str, Any]]]:
+    """POST JSON with a bearer token; the status and the answer's JSON lines (an error: one)."""
+    request = urllib.request.Request(
+        url + path,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            lines = response.read().decode().splitlines()
+            return response.status, [json.loads(line) for line in lines if line.strip()]
+    except urllib.error.HTTPError as exc:
+        return exc.code, [json.loads(exc.read() or b"{}")]
+
+
+def print_settings(url: str, path: Path, *policies: str) -> subprocess.CompletedProcess[str]:
+    """What a user does: `agent-gateway settings --url URL [--policy P] > path`."""
+    args = [arg for p in policies for arg in ("--policy", p)]
+    printed = subprocess.run(
+        [sys.executable, "-m", "gateway", "settings", "--url", url, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+    )
+    path.write_text(printed.stdout)
+    return printed

@@ -3,9 +3,6 @@ policy layers come from its token."""
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +10,7 @@ from typing import Any
 import pytest
 
 from gateway.testing import ScriptedServer
-from tests.e2e.harness import Sandbox
+from tests.e2e.harness import Sandbox, post_ndjson
 from tests.server.processes import ServeProcess
 
 pytestmark = pytest.mark.e2e
@@ -27,18 +24,7 @@ TEAM_A = (
 
 
 def post_run(url: str, token: str, body: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
-    request = urllib.request.Request(
-        f"{url}/v1/runs",
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            lines = response.read().decode().splitlines()
-            return response.status, [json.loads(line) for line in lines if line.strip()]
-    except urllib.error.HTTPError as exc:
-        return exc.code, [json.loads(exc.read() or b"{}")]
+    return post_ndjson(url, token, "/v1/runs", body)
 
 
 def test_remote_run_streams_messages_under_the_callers_policy(
@@ -70,7 +56,9 @@ def test_remote_run_streams_messages_under_the_callers_policy(
     work_plain.mkdir()
     work_team.mkdir()
 
-    with ServeProcess([str(org)], upstream="http://127.0.0.1:9", env=env) as gateway:
+    with ServeProcess(
+        [str(org)], upstream="http://127.0.0.1:9", env=env, args=["--runs-root", str(sandbox.cwd)]
+    ) as gateway:
         status, plain = post_run(
             gateway.url, "tok-plain", {"prompt": "make a file", "cwd": str(work_plain)}
         )

@@ -10,6 +10,7 @@ import asyncio
 import itertools
 import json
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from aiohttp import web
 
 from gateway.claude_settings import gateway_settings
 from gateway.testing import ScriptedServer
-from tests.e2e.harness import Sandbox, claude_run, gateway_cli
+from tests.e2e.harness import Sandbox, claude_run, gateway_cli, print_settings
 from tests.otlp_receiver import OtlpReceiver
 from tests.server.processes import ServeProcess, ThreadedApp
 
@@ -130,8 +131,16 @@ def test_bare_claude_code_through_the_service(
             assert "rm" in tool_result_text(out) and "deny" in tool_result_text(out).lower()
             # every model call went through the proxy
             assert len(upstream.requests) >= 3
-            audit = (sandbox.gateway_home / "audit.jsonl").read_text().splitlines()
-            assert len(audit) == 2
+            audit = [
+                json.loads(line)
+                for line in (sandbox.gateway_home / "audit.jsonl").read_text().splitlines()
+            ]
+            decisions = [r for r in audit if "event" not in r]
+            assert sorted(r["decision"] for r in decisions) == ["allow", "deny"]
+            # every other hook request is recorded as deciding nothing
+            observed = [r for r in audit if "event" in r]
+            assert observed and {r["decision"] for r in observed} == {"none"}
+            assert {"PostToolUse", "SessionEnd"} <= {r["event"] for r in observed}
             sid = out.session_id
 
             # compaction through the PreCompact http hook: archived by the service
@@ -267,3 +276,84 @@ def test_two_replicas_one_trace(sandbox: Sandbox, scripted: Scripted, policy: st
 @pytest.fixture(autouse=True)
 def _no_leaks() -> Iterator[None]:
     yield
+
+
+# --- the settings `agent-gateway settings` prints, with only the token exported --------------
+def printed_settings(url: str, policy: str, path: Path) -> Path:
+    printed = print_settings(url, path, policy)
+    assert "export AGENT_GATEWAY_TOKEN" in printed.stderr
+    return path
+
+
+def session_env(sandbox: Sandbox, token: str | None) -> dict[str, str]:
+    """A user's shell: their own Anthropic key, the gateway token (None: not exported),
+    nothing else of ours (no ANTHROPIC_CUSTOM_HEADERS, no ANTHROPIC_BASE_URL: the settings
+    carry it), and Claude Code's default retries."""
+    env = sandbox.env()
+    env.pop("AGENT_GATEWAY_TOKEN", None)
+    if token is not None:
+        env["AGENT_GATEWAY_TOKEN"] = token
+    for name in ("ANTHROPIC_BASE_URL", "ANTHROPIC_CUSTOM_HEADERS", "CLAUDE_CODE_MAX_RETRIES"):
+        env.pop(name, None)
+    return env
+
+
+def test_printed_settings_work_with_only_the_token_exported(
+    sandbox: Sandbox, scripted: Scripted, policy: str
+) -> None:
+    upstream = scripted(TOOL_SCENARIO)
+    (sandbox.cwd / "victim.txt").write_text("precious")
+    with OtlpReceiver() as receiver:
+        env = serve_env(sandbox, **otlp_env(receiver))
+        with ServeProcess([policy], upstream.url, env, log=sandbox.home / "serve.log") as gw:
+            settings = printed_settings(gw.url, policy, sandbox.home / "settings.json")
+            out = claude_run(
+                sandbox, "tidy up", "--settings", str(settings), "--allowedTools", "Bash",
+                env=session_env(sandbox, TOKEN),
+            )
+            assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+            sid = out.session_id
+            spans = receiver.wait_for(
+                lambda s: sum(
+                    x["name"].startswith("chat")
+                    and x["attributes"].get("gen_ai.conversation.id") == sid
+                    for x in s
+                ) >= 3,
+                timeout=15,
+            )
+    # tools decided by the gateway
+    assert (sandbox.cwd / "made.txt").exists()
+    assert (sandbox.cwd / "victim.txt").read_text() == "precious"
+    audit = [json.loads(line)
+             for line in (sandbox.gateway_home / "audit.jsonl").read_text().splitlines()]
+    decided = sorted(r["decision"] for r in audit if "event" not in r and r["session_id"] == sid)
+    assert decided == ["allow", "deny"]
+    # model calls went through the proxy, with the user's key and never the gateway token
+    assert len(upstream.requests) >= 3
+    for request in upstream.requests:
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        assert headers.get("x-api-key") == "scripted-test-key"
+        assert TOKEN not in json.dumps(headers)
+    chats = [s for s in spans if s["name"].startswith("chat")
+             and s["attributes"].get("gen_ai.conversation.id") == sid]
+    assert all(c["attributes"]["gen_ai.usage.output_tokens"] == 42 for c in chats)
+
+
+def test_a_wrong_token_fails_the_session_fast_naming_the_token(
+    sandbox: Sandbox, scripted: Scripted, policy: str
+) -> None:
+    upstream = scripted(TOOL_SCENARIO)
+    with ServeProcess([policy], upstream.url, serve_env(sandbox)) as gw:
+        settings = printed_settings(gw.url, policy, sandbox.home / "settings.json")
+        for token in ("not-the-token", "", None):
+            started = time.monotonic()
+            out = claude_run(
+                sandbox, "tidy up", "--settings", str(settings),
+                env=session_env(sandbox, token), timeout=120,
+            )
+            took = time.monotonic() - started
+            assert out.returncode != 0
+            assert took < 10, took
+            message = str(out.result.get("result"))
+            assert "403" in message and "Export AGENT_GATEWAY_TOKEN" in message, message
+    assert upstream.requests == []  # nothing reached the model

@@ -49,11 +49,14 @@ async def make_client(policy_file: Path) -> AsyncIterator[AppFactory]:
     clients: list[TestClient[Any, Any]] = []
 
     async def make(
-        *, tokens: TokenTable | None = None, upstream: str = "http://127.0.0.1:9"
+        *,
+        tokens: TokenTable | None = None,
+        upstream: str = "http://127.0.0.1:9",
+        **service_options: Any,
     ) -> tuple[TestClient[Any, Any], ListSink]:
         sink = ListSink()
         tracer = ServerTracer(sink, load_price_table())
-        service = GatewayService([str(policy_file)], tracer)
+        service = GatewayService([str(policy_file)], tracer, **service_options)
         config = ServeConfig(
             policy_paths=[str(policy_file)], upstream=upstream, tokens=tokens or TokenTable({})
         )
@@ -67,3 +70,42 @@ async def make_client(policy_file: Path) -> AsyncIterator[AppFactory]:
     yield make
     for client in clients:
         await client.close()
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A private redis-server on a free loopback port (`.ci/run` installs it when missing)."""
+    import shutil
+    import socket
+    import subprocess
+    import time
+
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -74,12 +74,13 @@ class ServeProcess:
         *,
         port: int = 0,
         log: Path | None = None,
+        args: Sequence[str] = (),
     ) -> None:
         self.port = port or free_port()
         cmd = [sys.executable, "-m", "gateway", "serve", "--port", str(self.port)]
         for p in policies:
             cmd += ["--policy", p]
-        cmd += ["--upstream", upstream, "--drain-seconds", "5"]
+        cmd += ["--upstream", upstream, "--drain-seconds", "5", *args]
         self._log = (log or Path(os.devnull)).open("ab")
         self.proc = subprocess.Popen(
             cmd, env={**env, "PYTHONPATH": str(ROOT)}, stdout=self._log, stderr=self._log

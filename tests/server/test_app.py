@@ -59,17 +59,15 @@ async def test_body_limit(make_client: AppFactory) -> None:
     client, _ = await make_client()
     big = json.dumps({"tool_name": "Bash", "pad": "x" * (MAX_HOOK_BODY + 10)})
     resp = await client.post("/hooks/PreToolUse", data=big)
-    assert resp.status == 400
+    assert resp.status == 413
     assert decision_of(await resp.json()) == "deny"
 
 
-async def test_unknown_and_observed_events_answer_empty(make_client: AppFactory) -> None:
+async def test_observed_events_answer_empty(make_client: AppFactory) -> None:
     client, _ = await make_client()
-    for event in ("Stop", "SessionStart", "SomeFutureEvent"):
+    for event in ("Stop", "SessionStart", "Notification"):
         resp = await client.post(f"/hooks/{event}", json={"session_id": "s"})
         assert resp.status == 200 and await resp.json() == {}
-    resp = await client.post("/hooks/bad-name!", json={})
-    assert resp.status == 404
 
 
 async def test_auth_required_except_health(make_client: AppFactory) -> None:
@@ -87,7 +85,11 @@ async def test_auth_required_except_health(make_client: AppFactory) -> None:
         "/hooks/PreToolUse", json=pre_tool_use("echo"), headers={"Authorization": "Bearer sekret"}
     )
     assert resp.status == 200 and decision_of(await resp.json()) == "allow"
-    assert (await client.post("/v1/messages", data=b"{}")).status == 401
+    # the proxy answers in the Messages API's shape, a status Claude Code does not retry
+    refused = await client.post("/v1/messages", data=b"{}")
+    assert refused.status == 403
+    error = (await refused.json())["error"]
+    assert error["type"] == "permission_error" and "AGENT_GATEWAY_TOKEN" in error["message"]
 
 
 async def test_token_adds_policy_layers(make_client: AppFactory, tmp_path: Path) -> None:
@@ -106,21 +108,8 @@ async def test_token_adds_policy_layers(make_client: AppFactory, tmp_path: Path)
     assert decision_of(await resp_b.json()) == "allow"
 
 
-async def test_readyz_reports_problems(make_client: AppFactory, policy_file: Path) -> None:
-    client, _ = await make_client()
-    body = await (await client.get("/readyz")).json()
-    assert body == {"ready": True, "problems": []}
-    policy_file.write_text("version: 1\nname: [broken\n")
-    import asyncio
-
-    await asyncio.sleep(0.7)  # the reloader checks every 0.5 s
-    resp = await client.get("/readyz")
-    assert resp.status == 503
-    assert any("reload" in p for p in (await resp.json())["problems"])
-
-
-async def test_run_request_validation(make_client: AppFactory) -> None:
-    client, _ = await make_client()
+async def test_run_request_validation(make_client: AppFactory, tmp_path: Path) -> None:
+    client, _ = await make_client(runs_roots=[str(tmp_path)])
     resp = await client.post("/v1/runs", json={"prompt": "hi", "settings": "{}"})
     assert resp.status == 400
     assert "settings" in (await resp.json())["error"]
@@ -155,3 +144,12 @@ async def test_a_caller_whose_layers_do_not_load_is_denied(
     }
     blocked = await (await client.post("/hooks/PreCompact", json=compact, headers=auth)).json()
     assert blocked["decision"] == "block"
+
+
+def test_the_proxy_refusal_is_shown_by_claude_code_as_written() -> None:
+    from gateway.server.auth import PROXY_AUTH_FAILURE
+
+    # Claude Code 2.1.332 replaces any error message mentioning this header with its own
+    # "Invalid API key" line; the gateway's must name the gateway token instead.
+    assert "x-api-key" not in PROXY_AUTH_FAILURE.lower()
+    assert "AGENT_GATEWAY_TOKEN" in PROXY_AUTH_FAILURE

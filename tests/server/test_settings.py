@@ -90,3 +90,56 @@ def test_shipped_templates_are_what_the_generator_prints(
     assert json.loads(capsys.readouterr().out) == json.loads(
         (repo / "hooks" / template).read_text()
     )
+
+
+def test_model_requests_get_the_token_from_a_helper_not_the_file() -> None:
+    import subprocess
+
+    settings = gateway_settings("http://gw:8787")
+    helper = settings["apiKeyHelper"]
+    assert "$AGENT_GATEWAY_TOKEN" in helper
+    out = subprocess.run(
+        ["/bin/sh", "-c", helper],
+        env={"AGENT_GATEWAY_TOKEN": "t-123 with space"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout == "t-123 with space"  # exactly the token: no newline, no quoting
+    assert "apiKeyHelper" not in gateway_settings("http://gw", with_token=False)
+    assert "apiKeyHelper" not in gateway_settings("http://gw", proxy=False)
+    assert managed_settings("http://gw")["apiKeyHelper"] == helper
+
+
+def test_settings_command_says_what_to_export(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["settings", "--url", "http://127.0.0.1:8787"])
+    err = capsys.readouterr().err
+    assert "export AGENT_GATEWAY_TOKEN=" in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(SystemExit):
+        main(["settings", "--url", "http://127.0.0.1:8787", "--no-token"])
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"runs_roots": ["/nonexistent/runs"]}, "--runs-root /nonexistent/runs is not a directory"),
+        ({"decision_budget_s": 0.0}, "--decision-budget must be a positive number"),
+    ],
+)
+def test_serve_options_are_checked_before_starting(
+    extra: dict[str, object], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ServeArgs(POLICIES, "127.0.0.1", 0, "http://x", **extra)  # type: ignore[arg-type]
+    assert serve_command(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_serve_help_names_the_new_options(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    out = capsys.readouterr().out
+    for option in ("--runs-root", "--redis-url", "--decision-budget"):
+        assert option in out

@@ -1,0 +1,108 @@
+"""Request bodies under limits: size (before and after decompression), content encoding and
+JSON nesting depth. Every limit is a BodyError carrying the 4xx to answer, never an exception
+that turns into a 500.
+
+aiohttp's own decompression is switched off for the whole app (see app.py), so the proxy
+forwards bodies byte for byte and the hooks decode here, where the limits are.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from typing import Any
+
+from aiohttp import web
+
+MAX_DEPTH = 64
+"""Hook inputs nest a handful of levels (tool_input objects); MCP inputs a few more."""
+
+
+class BodyError(Exception):
+    """A body the gateway will not read: `status` is the 4xx, `str()` says why in one line."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def read_limited(request: web.Request, limit: int) -> bytes:
+    """The raw body as sent (still encoded), never buffered past `limit` bytes."""
+    if request.content_length is not None and request.content_length > limit:
+        raise BodyError(413, f"body larger than {_size(limit)}")
+    data = bytearray()
+    while chunk := await request.content.read(limit + 1 - len(data)):
+        data += chunk
+        if len(data) > limit:
+            raise BodyError(413, f"body larger than {_size(limit)}")
+    return bytes(data)
+
+
+def decode(raw: bytes, content_encoding: str, limit: int) -> bytes:
+    """Undo gzip or deflate, producing at most `limit` bytes (a bomb stops there)."""
+    encoding = content_encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return raw
+    if encoding in ("gzip", "x-gzip"):
+        return _inflate(raw, zlib.MAX_WBITS | 16, "gzip", limit)
+    if encoding == "deflate":
+        # RFC 9110 deflate is the zlib format; some clients send the raw stream.
+        try:
+            return _inflate(raw, zlib.MAX_WBITS, "deflate", limit)
+        except BodyError as exc:
+            if exc.status != 400:
+                raise
+            return _inflate(raw, -zlib.MAX_WBITS, "deflate", limit)
+    raise BodyError(415, f"unsupported Content-Encoding {encoding!r} (use gzip, deflate or none)")
+
+
+def _inflate(raw: bytes, wbits: int, name: str, limit: int) -> bytes:
+    inflater = zlib.decompressobj(wbits)
+    try:
+        out = inflater.decompress(raw, limit + 1)
+    except zlib.error as exc:
+        raise BodyError(400, f"invalid {name} body: {exc}") from None
+    if len(out) > limit or inflater.unconsumed_tail:
+        raise BodyError(413, f"body larger than {_size(limit)} once decompressed")
+    if not inflater.eof:
+        raise BodyError(400, f"invalid {name} body: truncated")
+    if inflater.unused_data:
+        raise BodyError(400, f"invalid {name} body: data after the end of the stream")
+    return out
+
+
+def decode_object(raw: bytes, content_encoding: str, limit: int) -> tuple[bytes, dict[str, Any]]:
+    """`decode` then `parse_object`: the body as JSON bytes, and the object."""
+    data = decode(raw, content_encoding, limit)
+    return data, parse_object(data)
+
+
+def parse_object(data: bytes, max_depth: int = MAX_DEPTH) -> dict[str, Any]:
+    """A JSON object nested at most `max_depth` deep."""
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise BodyError(400, f"JSON nested deeper than {max_depth} levels") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BodyError(400, f"malformed JSON: {' '.join(str(exc).split())}") from None
+    if not isinstance(value, dict):
+        raise BodyError(400, "expected a JSON object")
+    # Fewer brackets than the limit cannot nest deeper than it: skip the walk.
+    if data.count(b"[") + data.count(b"{") > max_depth and _depth_exceeds(value, max_depth):
+        raise BodyError(400, f"JSON nested deeper than {max_depth} levels")
+    return value
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+def _size(limit: int) -> str:
+    return f"{limit // (1024 * 1024)} MiB" if limit % (1024 * 1024) == 0 else f"{limit} bytes"
