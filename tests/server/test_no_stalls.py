@@ -57,7 +57,10 @@ ATTACKS: list[tuple[str, bytes, dict[str, str]]] = [
                                  "tool_input": {"file_path": "/srv/project/big.txt",
                                                 "content": "x" * 900_000}}).encode(), {}),
 ]
-NO_OPINION_OK = {"256 KiB command", "900 KB Write"}
+# Analysis is linear: a long pipeline of `cat` is decided in time, and the policy has no
+# opinion on it, so it may be answered `{}` like the other large but harmless inputs.
+NO_OPINION_OK = {"3000-stage pipeline", "6000-stage pipeline", "256 KiB command",
+                 "900 KB Write"}
 """Inputs the policy may leave to Claude Code ({}) when decided within the budget."""
 
 
