@@ -68,12 +68,15 @@ def serve_command(args: ServeArgs) -> int:
 def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     from aiohttp import web
 
+    from gateway.integrity.keys import keys_from_env
     from gateway.server.app import ServeConfig, create_app
     from gateway.server.auth import load_tokens
     from gateway.server.service import GatewayService
     from gateway.server.tracing import ServerTracer
     from gateway.telemetry import load_price_table, span_sink_from_env
+    from gateway.trail import audit_export_from_env
 
+    keys_from_env()  # a bad key file stops the service now, not at its first decision
     tokens = load_tokens(token, tokens_file)
     config = ServeConfig(
         policy_paths=list(args.policy),
@@ -84,11 +87,14 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     )
     sink = span_sink_from_env()
     tracer = ServerTracer(sink, load_price_table())
-    service = GatewayService(config.policy_paths, tracer)
+    export = audit_export_from_env()
+    service = GatewayService(config.policy_paths, tracer, audit_export=export)
     app = create_app(config, service, tracer.on_exchange)
 
     async def flush(_app: web.Application) -> None:
         sink.shutdown()
+        if export is not None:
+            export.shutdown()
 
     app.on_cleanup.append(flush)
     print(

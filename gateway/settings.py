@@ -31,3 +31,19 @@ def policy_paths_from_env() -> list[str]:
     """AGENT_GATEWAY_POLICY: policy files for `gateway.query`, org first, os.pathsep-separated."""
     raw = os.environ.get("AGENT_GATEWAY_POLICY", "")
     return [part for part in raw.split(os.pathsep) if part]
+
+
+AUDIT_KEY_FILE_ENV = "AGENT_GATEWAY_AUDIT_KEY_FILE"
+
+
+def audit_key_file() -> Path | None:
+    """AGENT_GATEWAY_AUDIT_KEY_FILE: the MAC keys of the audit log and archive chains, or None."""
+    raw = os.environ.get(AUDIT_KEY_FILE_ENV, "").strip()
+    return Path(raw).expanduser() if raw else None
+
+
+def hook_log_export_requested() -> bool:
+    """The command hook exports log records only when OTEL_LOGS_EXPORTER names an exporter:
+    loading the OpenTelemetry SDK costs a hook process about 150 ms."""
+    raw = os.environ.get("OTEL_LOGS_EXPORTER", "").strip().lower()
+    return bool(raw) and raw != "none"

@@ -12,9 +12,10 @@ from typing import BinaryIO, TextIO
 
 from gateway.archive.config import CompactionSettings
 from gateway.archive.manifest import transcript_object
-from gateway.archive.reader import copy_object, manifests, resolve, verify
+from gateway.archive.reader import copy_object, manifests, resolve, verify_store
 from gateway.archive.store import ArchiveStore, open_store
 from gateway.errors import ArchiveError, GatewayError
+from gateway.integrity.checkpoint import checkpoint_summary
 
 EXIT_OK = 0
 EXIT_BROKEN = 1
@@ -107,11 +108,16 @@ def archive_verify(
     """Every object's hash and the whole chain; exit 1 naming the first broken link."""
 
     def body(store: ArchiveStore) -> int:
-        count, broken = verify(store)
-        if broken is not None:
-            (err or sys.stderr).write(f"archive verify: FAILED at {broken}\n")
+        report = verify_store(store)
+        for note in report.notes:
+            (err or sys.stderr).write(f"archive verify: note: {note}\n")
+        if report.broken is not None:
+            (err or sys.stderr).write(f"archive verify: FAILED at {report.broken}\n")
             return EXIT_BROKEN
-        (out or sys.stdout).write(f"archive verify: OK, {count} archives in {store.location}\n")
+        (out or sys.stdout).write(
+            f"archive verify: OK, {report.count} archives in {store.location}"
+            f"{checkpoint_summary(report.checkpoint, report.keys)}\n"
+        )
         return EXIT_OK
 
     return _run(body, home, settings, err)

@@ -23,6 +23,7 @@ from gateway.policy import decide
 from gateway.server.auth import Caller
 from gateway.server.runs import parse_run_request, stream_run_lines
 from gateway.server.tracing import ServerTracer
+from gateway.trail import AuditExport
 from gateway.types import Decision
 
 log = logging.getLogger("gateway.server")
@@ -40,10 +41,12 @@ class GatewayService:
         *,
         audit_log: Path | None = None,
         sink_ok: Any = None,
+        audit_export: AuditExport | None = None,
     ) -> None:
         self._paths = tuple(policy_paths)
         self._tracer = tracer
         self._audit_log = audit_log
+        self._audit_export = audit_export
         self._engines: dict[tuple[str, ...], Engine] = {}
         self._by_extra: dict[tuple[str, ...], Engine] = {}
         self._sink_ok = sink_ok
@@ -55,7 +58,9 @@ class GatewayService:
             layers = (*self._paths, *caller.extra_policies)
             engine = self._engines.get(layers)
             if engine is None:
-                engine = self._engines[layers] = Engine(layers, audit_log=self._audit_log)
+                engine = self._engines[layers] = Engine(
+                    layers, audit_log=self._audit_log, audit_export=self._audit_export
+                )
             self._by_extra[caller.extra_policies] = engine
         return engine
 

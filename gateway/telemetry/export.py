@@ -71,7 +71,7 @@ class ExportSettings:
     """Probe the collector with a TCP connect before exporting (off behind a proxy)."""
 
 
-def _resource_attributes(env: Mapping[str, str]) -> dict[str, str]:
+def resource_attributes(env: Mapping[str, str]) -> dict[str, str]:
     attrs: dict[str, str] = {}
     for item in (env.get("OTEL_RESOURCE_ATTRIBUTES") or "").split(","):
         key, sep, value = item.partition("=")
@@ -82,14 +82,16 @@ def _resource_attributes(env: Mapping[str, str]) -> dict[str, str]:
     return attrs
 
 
-def _endpoint(env: Mapping[str, str], protocol: str) -> str:
-    specific = (env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or "").strip()
+def otlp_endpoint(env: Mapping[str, str], protocol: str, signal: str = "traces") -> str:
+    """The standard endpoint rules: the signal's own variable as is, else the base one plus
+    `/v1/{signal}` for HTTP."""
+    specific = (env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT") or "").strip()
     if specific:
         return specific
     base = (env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "").strip()
     if protocol == "grpc":
         return base or "http://localhost:4317"
-    return (base or "http://localhost:4318").rstrip("/") + "/v1/traces"
+    return (base or "http://localhost:4318").rstrip("/") + f"/v1/{signal}"
 
 
 def export_settings(env: Mapping[str, str], home: Path) -> ExportSettings:
@@ -124,13 +126,13 @@ def export_settings(env: Mapping[str, str], home: Path) -> ExportSettings:
     return ExportSettings(
         exporters=exporters,
         protocol=protocol,
-        endpoint=_endpoint(env, protocol),
+        endpoint=otlp_endpoint(env, protocol),
         timeout_s=None if has_timeout else DEFAULT_EXPORT_TIMEOUT_S,
         span_file=span_file_path(home) if FILE in exporters else None,
         capture_content=capture_enabled(
             env.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
         ),
-        resource=_resource_attributes(env),
+        resource=resource_attributes(env),
         probe=not any(env.get(name) for name in PROXY_VARIABLES),
     )
 
@@ -154,9 +156,67 @@ def connection_refused(endpoint: str, timeout_s: float = PROBE_TIMEOUT_S) -> boo
         return False
 
 
+class Breaker:
+    """What guards an exporter: failures are counted, never raised; after one, batches are
+    dropped at once for `cooldown_s`, so a dead collector costs one timeout, not one per
+    batch. Until an export has succeeded, `refused()` (a TCP probe) may drop a batch at once."""
+
+    def __init__(
+        self,
+        *,
+        label: str,
+        what: str = "span",
+        cooldown_s: float = BREAKER_COOLDOWN_S,
+        clock: Callable[[], float] = time.monotonic,
+        refused: Callable[[], bool] | None = None,
+    ) -> None:
+        self.label = label
+        self.what = what
+        self.dropped = 0
+        self._refused = refused
+        self._healthy = False
+        self._cooldown_s = cooldown_s
+        self._clock = clock
+        self._open_until = 0.0
+        self._warned = False
+        self._lock = threading.Lock()
+
+    def run(self, count: int, send: Callable[[], bool]) -> bool:
+        """Call `send` (True on success) unless the breaker is open; count what is dropped."""
+        if self._clock() < self._open_until:
+            self._drop(count, None)
+            return False
+        reason: Exception | None = None
+        try:
+            if not self._healthy and self._refused is not None and self._refused():
+                reason, ok = ConnectionRefusedError("connection refused"), False
+            else:
+                ok = send()
+        except Exception as error:  # an exporter must never break the run
+            ok, reason = False, error
+        self._healthy = ok
+        if not ok:
+            self._open_until = self._clock() + self._cooldown_s
+            self._drop(count, reason)
+        return ok
+
+    def _drop(self, count: int, reason: Exception | None) -> None:
+        with self._lock:
+            self.dropped += count
+            first = not self._warned
+            self._warned = True
+        if first:
+            logger.warning(
+                "%s export to %s failed%s; dropping %ss while it is unreachable",
+                self.what,
+                self.label,
+                f" ({reason})" if reason else "",
+                self.what,
+            )
+
+
 class GuardedExporter(SpanExporter):
-    """Wraps an exporter: failures are counted, never raised; after one, batches are dropped
-    at once for `cooldown_s` so a dead collector costs one timeout, not one per batch."""
+    """A span exporter behind a `Breaker`."""
 
     def __init__(
         self,
@@ -168,46 +228,21 @@ class GuardedExporter(SpanExporter):
         refused: Callable[[], bool] | None = None,
     ) -> None:
         self.inner = inner
-        self._refused = refused
-        self._healthy = False
-        self.label = label
-        self.dropped = 0
-        self._cooldown_s = cooldown_s
-        self._clock = clock
-        self._open_until = 0.0
-        self._warned = False
-        self._lock = threading.Lock()
+        self.breaker = Breaker(label=label, cooldown_s=cooldown_s, clock=clock, refused=refused)
+
+    @property
+    def label(self) -> str:
+        return self.breaker.label
+
+    @property
+    def dropped(self) -> int:
+        return self.breaker.dropped
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        if self._clock() < self._open_until:
-            self._drop(len(spans), None)
-            return SpanExportResult.FAILURE
-        reason: Exception | None = None
-        try:
-            if not self._healthy and self._refused is not None and self._refused():
-                reason = ConnectionRefusedError("connection refused")
-                result = SpanExportResult.FAILURE
-            else:
-                result = self.inner.export(spans)
-        except Exception as error:  # an exporter must never break the run
-            result, reason = SpanExportResult.FAILURE, error
-        self._healthy = result is SpanExportResult.SUCCESS
-        if result is not SpanExportResult.SUCCESS:
-            self._open_until = self._clock() + self._cooldown_s
-            self._drop(len(spans), reason)
-        return result
-
-    def _drop(self, count: int, reason: Exception | None) -> None:
-        with self._lock:
-            self.dropped += count
-            first = not self._warned
-            self._warned = True
-        if first:
-            logger.warning(
-                "span export to %s failed%s; dropping spans while it is unreachable",
-                self.label,
-                f" ({reason})" if reason else "",
-            )
+        ok = self.breaker.run(
+            len(spans), lambda: self.inner.export(spans) is SpanExportResult.SUCCESS
+        )
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
         try:

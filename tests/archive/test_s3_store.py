@@ -95,12 +95,12 @@ def test_tampering_is_detected(
     data[-6] ^= 0xFF
     store.client.put_object(Bucket=BUCKET, Key=key, Body=bytes(data))
     _, broken = verify(store)
-    assert broken is not None and broken.seq == 1 and "corrupted" in broken.reason
+    assert broken is not None and broken.position == 2 and "corrupted" in broken.reason
 
     store.client.delete_object(Bucket=BUCKET, Key=store.prefix + chain_key(2))
     store.client.put_object(Bucket=BUCKET, Key=store.prefix + chain_key(1), Body=ms[2]["hash"])
     _, broken = verify(store)
-    assert broken is not None and broken.seq == 1 and "prev_hash" in broken.reason
+    assert broken is not None and broken.position == 2 and "prev_hash" in broken.reason
 
 
 def test_concurrent_appends_never_overwrite(

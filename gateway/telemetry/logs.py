@@ -1,0 +1,246 @@
+"""OpenTelemetry log records through the standard logs pipeline.
+
+Configured only by the standard variables: OTEL_LOGS_EXPORTER (`otlp`, `console`, `none`),
+OTEL_EXPORTER_OTLP_[LOGS_]ENDPOINT / _PROTOCOL / _TIMEOUT / _HEADERS, OTEL_SERVICE_NAME and
+OTEL_RESOURCE_ATTRIBUTES. Without OTEL_LOGS_EXPORTER, long-running modes export over OTLP when
+an OTLP endpoint is set and nothing otherwise; the command hook exports only when
+OTEL_LOGS_EXPORTER asks (the SDK costs it about 150 ms per call).
+
+Exports run behind the same breaker as spans: an unreachable collector is counted and
+reported once, never raised, and costs one timeout, not one per record.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from opentelemetry._logs import SeverityNumber
+from opentelemetry.context import Context
+from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor, ReadableLogRecord
+from opentelemetry.sdk._logs.export import (
+    BatchLogRecordProcessor,
+    ConsoleLogRecordExporter,
+    LogRecordExporter,
+    LogRecordExportResult,
+    SimpleLogRecordProcessor,
+)
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+from opentelemetry.util.types import AnyValue
+
+from gateway.errors import ConfigError
+from gateway.telemetry.audit_events import LogEvent
+from gateway.telemetry.export import (
+    DEFAULT_EXPORT_TIMEOUT_S,
+    DEFAULT_FLUSH_TIMEOUT_S,
+    EXPORTERS,
+    PROTOCOLS,
+    PROXY_VARIABLES,
+    Breaker,
+    connection_refused,
+    otlp_endpoint,
+    resource_attributes,
+)
+
+logger = logging.getLogger("agent_gateway.telemetry")
+
+SCOPE = "agent_gateway.audit"
+
+
+@dataclass(frozen=True, slots=True)
+class LogSettings:
+    exporters: tuple[str, ...]
+    protocol: str = "http/protobuf"
+    endpoint: str = ""
+    timeout_s: float | None = DEFAULT_EXPORT_TIMEOUT_S
+    resource: Mapping[str, str] = field(default_factory=dict)
+    probe: bool = True
+
+
+def log_settings(env: Mapping[str, str], *, endpoint_implies_otlp: bool = True) -> LogSettings:
+    """Read the standard variables (and nothing else): pure. `endpoint_implies_otlp=False`
+    (the command hook) exports only when OTEL_LOGS_EXPORTER names an exporter."""
+    raw = (env.get("OTEL_LOGS_EXPORTER") or "").strip().lower()
+    if raw:
+        names = tuple(n.strip() for n in raw.split(",") if n.strip())
+        for name in names:
+            if name not in EXPORTERS:
+                raise ConfigError(
+                    f"OTEL_LOGS_EXPORTER: unsupported exporter {name!r} "
+                    f"(expected one of {', '.join(EXPORTERS)})"
+                )
+        exporters = tuple(n for n in names if n != "none")
+    elif endpoint_implies_otlp and (
+        env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")
+    ):
+        exporters = ("otlp",)
+    else:
+        exporters = ()
+    protocol = (
+        env.get("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL")
+        or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "http/protobuf"
+    ).strip()
+    if "otlp" in exporters and protocol not in PROTOCOLS:
+        raise ConfigError(
+            f"OTEL_EXPORTER_OTLP_PROTOCOL: unsupported protocol {protocol!r} "
+            f"(expected one of {', '.join(PROTOCOLS)})"
+        )
+    has_timeout = env.get("OTEL_EXPORTER_OTLP_LOGS_TIMEOUT") or env.get(
+        "OTEL_EXPORTER_OTLP_TIMEOUT"
+    )
+    return LogSettings(
+        exporters=exporters,
+        protocol=protocol,
+        endpoint=otlp_endpoint(env, protocol, "logs"),
+        timeout_s=None if has_timeout else DEFAULT_EXPORT_TIMEOUT_S,
+        resource=resource_attributes(env),
+        probe=not any(env.get(name) for name in PROXY_VARIABLES),
+    )
+
+
+class GuardedLogExporter(LogRecordExporter):
+    """A log record exporter behind the span exporters' `Breaker`."""
+
+    def __init__(self, inner: LogRecordExporter, breaker: Breaker) -> None:
+        self.inner = inner
+        self.breaker = breaker
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        ok = self.breaker.run(
+            len(batch), lambda: self.inner.export(batch) is LogRecordExportResult.SUCCESS
+        )
+        return LogRecordExportResult.SUCCESS if ok else LogRecordExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        try:
+            self.inner.shutdown()  # type: ignore[no-untyped-call]
+        except Exception:
+            logger.debug("log exporter shutdown failed", exc_info=True)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def _otlp_exporter(settings: LogSettings) -> LogRecordExporter:
+    if settings.protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (
+            OTLPLogExporter as GrpcExporter,
+        )
+
+        return GrpcExporter(endpoint=settings.endpoint, timeout=settings.timeout_s)
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+
+    return OTLPLogExporter(endpoint=settings.endpoint, timeout=settings.timeout_s)
+
+
+class LogSink:
+    """Emits `LogEvent`s through the SDK's LoggerProvider. Thread-safe; `shutdown` is
+    idempotent and bounded."""
+
+    def __init__(self, provider: LoggerProvider, breakers: Sequence[Breaker]) -> None:
+        self._provider = provider
+        self._logger = provider.get_logger(SCOPE)
+        self._breakers = list(breakers)
+        self._closed = False
+        self._lock = threading.Lock()
+
+    @property
+    def dropped(self) -> int:
+        return sum(b.dropped for b in self._breakers)
+
+    def emit(self, event: LogEvent) -> None:
+        if self._closed:
+            return
+        self._logger.emit(
+            timestamp=event.time_ns or None,
+            context=_trace_context(event.trace_id, event.span_id),
+            severity_number=getattr(SeverityNumber, event.severity, SeverityNumber.INFO),
+            severity_text=event.severity,
+            body=event.body,
+            attributes=attributes_of(event.attributes),
+            event_name=event.event_name,
+        )
+
+    def flush(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> bool:
+        done = threading.Event()
+        ok: list[bool] = []
+
+        def run() -> None:
+            try:
+                ok.append(self._provider.force_flush(int(timeout_s * 1000)))
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="agent-gateway-log-flush", daemon=True).start()
+        return done.wait(timeout_s) and all(ok)
+
+    def shutdown(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        flushed = self.flush(timeout_s)
+        threading.Thread(target=self._provider.shutdown, daemon=True).start()
+        if self.dropped or not flushed:
+            logger.warning(
+                "%d log record(s) dropped%s: the log exporter was unreachable",
+                self.dropped,
+                "" if flushed else " (and the final flush timed out)",
+            )
+
+
+def _trace_context(trace_id: int, span_id: int) -> Context | None:
+    if not trace_id or not span_id:
+        return Context()  # not the caller's current span: a record carries only its own ids
+    ctx = SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    return set_span_in_context(NonRecordingSpan(ctx))
+
+
+def open_log_sink(settings: LogSettings, *, synchronous: bool = False) -> LogSink | None:
+    """The SDK pipeline for `settings`, or None when no exporter is configured. `synchronous`
+    (a process that emits once and exits) exports in `emit` instead of on a batch thread."""
+    if not settings.exporters:
+        return None
+    provider = LoggerProvider(resource=Resource.create(dict(settings.resource)))
+    breakers: list[Breaker] = []
+    for name in settings.exporters:
+        processor: LogRecordProcessor
+        if name == "otlp":
+            breaker = Breaker(
+                label=settings.endpoint,
+                what="log record",
+                refused=partial(connection_refused, settings.endpoint) if settings.probe else None,
+            )
+            breakers.append(breaker)
+            exporter = GuardedLogExporter(_otlp_exporter(settings), breaker)
+            processor = (
+                SimpleLogRecordProcessor(exporter)
+                if synchronous
+                else BatchLogRecordProcessor(exporter)
+            )
+        else:  # console
+            processor = SimpleLogRecordProcessor(ConsoleLogRecordExporter(out=sys.stderr))
+        provider.add_log_record_processor(processor)
+    return LogSink(provider, breakers)
+
+
+def attributes_of(pairs: Mapping[str, Any]) -> dict[str, AnyValue]:
+    """Record fields as log attributes: scalars as they are, structures as JSON text, None
+    and empty strings left out (an attribute cannot be null)."""
+    out: dict[str, AnyValue] = {}
+    for key, value in pairs.items():
+        if value is None or value == "":
+            continue
+        if isinstance(value, str | bool | int | float):
+            out[key] = value
+        else:
+            out[key] = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return out
