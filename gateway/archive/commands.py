@@ -14,7 +14,7 @@ from gateway.archive.config import CompactionSettings
 from gateway.archive.manifest import transcript_object
 from gateway.archive.reader import copy_object, manifests, resolve, verify_store
 from gateway.archive.store import ArchiveStore, open_store
-from gateway.errors import ArchiveError, GatewayError
+from gateway.errors import ArchiveError, ChainError, GatewayError
 from gateway.integrity.checkpoint import checkpoint_summary
 
 EXIT_OK = 0
@@ -61,6 +61,7 @@ def archive_show(
     def body(store: ArchiveStore) -> int:
         stdout = out or sys.stdout.buffer
         _, manifest = resolve(store, archive_id)
+        _vouch(store)
         stdout.write(json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n\n")
         digest = transcript_object(manifest)
         if digest is not None:
@@ -84,6 +85,7 @@ def archive_export(
 
     def body(store: ArchiveStore) -> int:
         entry, manifest = resolve(store, archive_id)
+        _vouch(store)
         target = Path(directory)
         target.mkdir(parents=True, exist_ok=True)
         (target / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
@@ -137,6 +139,17 @@ def _run(
     except OSError as exc:
         (err or sys.stderr).write(f"agent-gateway archive: {exc}\n")
         return 2
+
+
+def _vouch(store: ArchiveStore) -> None:
+    """Refuse to hand out an archive from a chain that does not hold (its manifests, MACs and
+    checkpoint; each object's own hash is checked as it is copied out)."""
+    broken = verify_store(store, objects=False).broken
+    if broken is not None:
+        raise ChainError(
+            f"the store fails verification at {broken}: not shown (run `archive verify`)",
+            position=broken.position,
+        )
 
 
 def _inside(root: Path, rel: str) -> Path:

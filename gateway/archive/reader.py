@@ -85,15 +85,18 @@ def verify(store: ArchiveStore, keys: KeyChoice = FROM_ENV) -> tuple[int, Break 
     return report.count, report.broken
 
 
-def verify_store(store: ArchiveStore, keys: KeyChoice = FROM_ENV) -> StoreReport:
+def verify_store(
+    store: ArchiveStore, keys: KeyChoice = FROM_ENV, *, objects: bool = True
+) -> StoreReport:
     """Every link, object and MAC in chain order, then the checkpoint (and on a versioned S3
-    bucket, the versions behind both); the first bad position."""
+    bucket, the versions behind both); the first bad position. `objects=False` skips reading
+    the objects back (what `show` and `export` check before printing one archive)."""
     key_set = resolve_keys(keys)
     with store.consistent():
         # The checkpoint first: on S3 the chain may grow meanwhile, never shrink.
         checkpoint = store.read_checkpoint()
         entries = store.entries()
-        count, broken, last = _walk(store, entries, key_set)
+        count, broken, last = _walk(store, entries, key_set, objects)
         if checkpoint and _int(checkpoint.get("count")) < len(entries):
             checkpoint = store.read_checkpoint()  # an append was in flight: it has moved since
     findings = [broken] if broken is not None else []
@@ -123,7 +126,7 @@ def verify_store(store: ArchiveStore, keys: KeyChoice = FROM_ENV) -> StoreReport
 
 
 def _walk(
-    store: ArchiveStore, entries: list[ChainEntry], keys: KeySet | None
+    store: ArchiveStore, entries: list[ChainEntry], keys: KeySet | None, objects: bool = True
 ) -> tuple[int, Break | None, dict[str, Any] | None]:
     prev = GENESIS
     checked: set[str] = set()
@@ -133,7 +136,7 @@ def _walk(
         broken = check_link(entry, count, prev, manifest, keys)
         if broken is not None or manifest is None:
             return count, broken or Break(count + 1, entry.archive_id, "manifest missing"), None
-        for digest in object_digests(manifest):
+        for digest in object_digests(manifest) if objects else ():
             if digest in checked:
                 continue
             problem = check_object(store, digest)

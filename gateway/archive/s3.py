@@ -239,7 +239,8 @@ class S3Store:
 
     def history(self, key: str) -> tuple[list[tuple[str, Any]], list[str]]:
         """Versions of `key` (and of keys under it, for a prefix): (version id, time) of the
-        live versions of exactly `key`, oldest first, and every key hidden by a delete marker."""
+        versions of exactly `key`, oldest first (S3 lists them newest first; the times are
+        only to the second), and every key hidden by a delete marker."""
         versions: list[tuple[str, Any]] = []
         deleted: list[str] = []
         try:
@@ -255,7 +256,7 @@ class S3Store:
                         deleted.append(str(marker["Key"])[len(self.prefix) :])
         except (BotoCoreError, ClientError) as exc:
             raise ArchiveError(f"cannot list versions in {self.location}: {exc}") from exc
-        return sorted(versions, key=lambda v: v[1]), sorted(deleted)
+        return versions[::-1], sorted(deleted)
 
     def read_version(self, key: str, version: str) -> bytes | None:
         return self._get_tagged(key, version)[0]
