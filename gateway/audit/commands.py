@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gateway.audit.log import audit_path
-from gateway.audit.verify import LogReport, read_log, verify_log
+from gateway.audit.verification import LogReport, read_log, verify_log
 from gateway.errors import ConfigError, GatewayError
 from gateway.integrity.checkpoint import checkpoint_summary
 

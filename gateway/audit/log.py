@@ -22,10 +22,9 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gateway.archive.redact import Redactor
 from gateway.audit.record import decision_record
@@ -90,7 +89,7 @@ def append_record(
         else:
             state, alarm = _survey(fd, cp_file, key_set, known, now)
         linked = sealed_link(
-            {**record, CHAIN: state.chain, SEQ: state.count + 1}, state.head, key_set
+            {**record, CHAIN: state.chain, SEQ: state.records + 1}, state.head, key_set
         )
         line = (json.dumps(linked, sort_keys=True, ensure_ascii=False) + "\n").encode()
         written = os.write(fd, line)
@@ -98,7 +97,7 @@ def append_record(
             raise OSError(f"short write to {target}: {written} of {len(line)} bytes")
         checkpoint = make_checkpoint(
             chain=state.chain,
-            count=state.count + 1,
+            count=state.records + 1,
             head=str(linked[HASH_KEY]),
             time=now,
             previous=state.checkpoint,
@@ -110,7 +109,7 @@ def append_record(
             log=_identity(os.fstat(fd)),
             checkpoint_file=_file_identity(cp_file),
             head=str(linked[HASH_KEY]),
-            count=state.count + 1,
+            records=state.records + 1,
             chain=state.chain,
             checkpoint=checkpoint,
         )
@@ -125,14 +124,13 @@ def append_record(
 _Identity = tuple[int, int, int, int]
 
 
-@dataclass(frozen=True, slots=True)
-class _Tail:
+class _Tail(NamedTuple):
     """Where a chain stands: its files' identities, head hash, count, id, checkpoint."""
 
     log: _Identity | None
     checkpoint_file: _Identity | None
     head: str
-    count: int
+    records: int
     chain: str
     checkpoint: Mapping[str, Any] | None
 

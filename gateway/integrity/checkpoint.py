@@ -14,8 +14,7 @@ rewritten after every append, numbered (`seq`) and linked to the checkpoint it r
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gateway.hashchain import GENESIS, HASH_KEY, link_problem
 from gateway.integrity.keys import KeySet, sealed_link
@@ -24,8 +23,7 @@ FORMAT = "agent-gateway.checkpoint/1"
 ALARM = "alarm"
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
     """The first bad position in a chain (1-based) and what is wrong there."""
 
     position: int
