@@ -3,11 +3,12 @@ chain's id and linked to the one before by hash, with a checkpoint beside it
 (`audit.jsonl.checkpoint`: the record count and the head hash).
 
 An append takes an exclusive fcntl lock on the log, reads the checkpoint and the tail, writes
-the line with a single O_APPEND write and rewrites the checkpoint (temp file and rename) before
+the line with a single O_APPEND write and rewrites the checkpoint (one write, in place) before
 the lock is released, so concurrent hook processes keep one chain and a checkpoint that matches
-it. A long-running process (the service) skips the reads when both files are exactly as its own
-last append left them. With AGENT_GATEWAY_AUDIT_KEY_FILE set, records and checkpoints carry a
-MAC. Records reach the OS (page cache) before the caller answers; there is no fsync per record.
+it; readers take the same lock, shared. A long-running process (the service) skips the reads
+when both files are exactly as its own last append left them. With AGENT_GATEWAY_AUDIT_KEY_FILE
+set, records and checkpoints carry a MAC. Records reach the OS (page cache) before the caller
+answers; there is no fsync per record.
 
 When an append finds the log and its checkpoint disagreeing (cut, emptied, edited, or the
 checkpoint deleted, forged or rolled back), it still records the decision, and the next
@@ -234,16 +235,20 @@ def read_checkpoint(path: Path) -> dict[str, Any] | None:
 
 
 def _write_checkpoint(path: Path, checkpoint: Mapping[str, Any]) -> None:
-    # Only ever written under the log's lock, so one temp name is enough.
-    temp = path.with_name(path.name + ".tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    """Rewrite the checkpoint with one write, in place, under the log's lock (which every
+    reader, appender or `verify`, takes). Shorter content is padded with spaces (JSON allows
+    them) so no truncation is ever visible. A temp file and rename would cost ~240 us per
+    decision on ext4, which flushes a file renamed over another."""
+    data = json.dumps(checkpoint, sort_keys=True).encode() + b"\n"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        data = json.dumps(checkpoint, sort_keys=True).encode() + b"\n"
-        if os.write(fd, data) != len(data):
-            raise OSError(f"short write to {temp}")
+        size = os.fstat(fd).st_size
+        if len(data) < size:
+            data = data[:-1] + b" " * (size - len(data)) + b"\n"
+        if os.pwrite(fd, data, 0) != len(data):
+            raise OSError(f"short write to {path}")
     finally:
         os.close(fd)
-    os.replace(temp, path)
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:

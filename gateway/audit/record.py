@@ -66,11 +66,13 @@ def input_fields(tool_input: Mapping[str, Any], redactor: Redactor) -> dict[str,
         "input_bytes": len(raw),
     }
     shown: Any = tool_input
+    changed = False
     if redactor.matches_any(raw):
         shown, hits = redact_json(tool_input, redactor)
         fields["input_redactions"] = sorted(hits)
+        changed = True
     shown, cut = _cap_strings(shown)
-    text = canonical_json(shown)
+    text = canonical_json(shown) if changed or cut else raw
     if len(text) > INPUT_CAP:
         shown, cut = text[:INPUT_CAP].decode(errors="ignore") + "…", True
     fields["input"] = shown
