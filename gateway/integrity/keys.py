@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -132,9 +133,11 @@ def load_keys(path: Path, home: Path | None = None) -> KeySet:
     return parse_keys(text, str(path))
 
 
-_Identity = tuple[str, str, int, int, int]
-_LOADED: dict[_Identity, KeySet] = {}
-"""Key sets by file identity: a long-running process reads the file again only when it changes."""
+RECHECK_S = 1.0
+"""How often a long-running process looks at the key file again (a rotation takes effect
+within this long)."""
+_LOADED: dict[str, tuple[float, tuple[int, int, int], KeySet]] = {}
+"""Per key file path: when it was last looked at, its identity then, and its keys."""
 
 
 def keys_from_env() -> KeySet | None:
@@ -142,19 +145,20 @@ def keys_from_env() -> KeySet | None:
     path = audit_key_file()
     if path is None:
         return None
+    now = time.monotonic()
+    known = _LOADED.get(str(path))
+    if known is not None and now - known[0] < RECHECK_S:
+        return known[2]
     try:
         st = os.stat(path)
     except OSError as exc:
         raise ConfigError(
             f"{AUDIT_KEY_FILE_ENV} {path}: cannot read the key file: {exc.strerror or exc}"
         ) from None
-    ident = (str(path), str(gateway_home()), st.st_ino, st.st_size, st.st_mtime_ns)
-    found = _LOADED.get(ident)
-    if found is None:
-        found = load_keys(path)
-        _LOADED.clear()
-        _LOADED[ident] = found
-    return found
+    ident = (st.st_ino, st.st_size, st.st_mtime_ns)
+    keys = known[2] if known is not None and known[1] == ident else load_keys(path)
+    _LOADED[str(path)] = (now, ident, keys)
+    return keys
 
 
 class _FromEnv:

@@ -1,7 +1,7 @@
 """Every attribute name on the gateway's OpenTelemetry log records, once.
 
 One log record per audit record (a decision) and per archive written: the body is the record
-itself as canonical JSON (exactly the line in the audit log, or the manifest), so a copy
+itself as canonical JSON (the audit record or the manifest, with its hash and MAC), so a copy
 received elsewhere can be hashed again; these attributes make it searchable without parsing.
 README.md's "Log record attributes" table lists all of them; a test keeps the two in step.
 """
@@ -19,18 +19,14 @@ EVENT_ARCHIVE: Final = "agent_gateway.audit.archive"
 AUDIT_CHAIN: Final = "agent_gateway.audit.chain"
 AUDIT_POSITION: Final = "agent_gateway.audit.position"
 AUDIT_HASH: Final = "agent_gateway.audit.hash"
-AUDIT_KEY_ID: Final = "agent_gateway.audit.key_id"
 
 POLICY_DECISION: Final = A.POLICY_DECISION
 POLICY_RULE_ID: Final = A.POLICY_RULE_ID
-POLICY_REASON: Final = A.POLICY_REASON
 POLICY_WOULD_DENY: Final = A.POLICY_WOULD_DENY
 GEN_AI_TOOL_NAME: Final = A.GEN_AI_TOOL_NAME
 GEN_AI_TOOL_CALL_ID: Final = A.GEN_AI_TOOL_CALL_ID
 GEN_AI_CONVERSATION_ID: Final = A.GEN_AI_CONVERSATION_ID
-AGENT_ID: Final = A.AGENT_ID
 TOOL_INPUT: Final = "agent_gateway.tool.input"
-TOOL_INPUT_SHA256: Final = "agent_gateway.tool.input_sha256"
 
 ARCHIVE_STORE: Final = "agent_gateway.archive.store"
 COMPACTION_ARCHIVE_ID: Final = A.COMPACTION_ARCHIVE_ID

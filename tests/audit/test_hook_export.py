@@ -56,7 +56,7 @@ def test_one_record_per_call_when_asked(tmp_path: Path) -> None:
     assert record["decision"] == "deny" and record["input"] == {
         "command": "rm -rf [REDACTED:ticket]"}
     assert record["input_redactions"] == ["ticket"] and len(record["mac"]) == 64
-    assert log["attributes"]["agent_gateway.audit.key_id"] == record["key_id"]
+    assert log["attributes"]["agent_gateway.audit.hash"] == record["hash"]
     audit = tmp_path / "home" / "audit.jsonl"
     assert verify_log(audit, keys=parse_keys(KEY, "k")).finding is None
 

@@ -57,6 +57,7 @@ def test_a_key_inside_the_gateway_home_is_refused(tmp_path: Path) -> None:
 
 
 def test_keys_from_env_follow_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("gateway.integrity.keys.RECHECK_S", 0.0)  # look at every call
     monkeypatch.setenv("AGENT_GATEWAY_HOME", str(tmp_path / "home"))
     assert keys_from_env() is None
     key = tmp_path / "k"
