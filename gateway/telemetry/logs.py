@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -35,17 +34,17 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 from opentelemetry.util.types import AnyValue
 
-from gateway.errors import ConfigError
 from gateway.telemetry.audit_events import LogEvent
 from gateway.telemetry.export import (
     DEFAULT_EXPORT_TIMEOUT_S,
-    DEFAULT_FLUSH_TIMEOUT_S,
-    EXPORTERS,
-    PROTOCOLS,
     PROXY_VARIABLES,
     Breaker,
+    Pipeline,
     connection_refused,
-    otlp_endpoint,
+    endpoint_given,
+    exporter_names,
+    otlp_exporter,
+    otlp_transport,
     resource_attributes,
 )
 
@@ -67,40 +66,15 @@ class LogSettings:
 def log_settings(env: Mapping[str, str], *, endpoint_implies_otlp: bool = True) -> LogSettings:
     """Read the standard variables (and nothing else): pure. `endpoint_implies_otlp=False`
     (the command hook) exports only when OTEL_LOGS_EXPORTER names an exporter."""
-    raw = (env.get("OTEL_LOGS_EXPORTER") or "").strip().lower()
-    if raw:
-        names = tuple(n.strip() for n in raw.split(",") if n.strip())
-        for name in names:
-            if name not in EXPORTERS:
-                raise ConfigError(
-                    f"OTEL_LOGS_EXPORTER: unsupported exporter {name!r} "
-                    f"(expected one of {', '.join(EXPORTERS)})"
-                )
-        exporters = tuple(n for n in names if n != "none")
-    elif endpoint_implies_otlp and (
-        env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")
-    ):
-        exporters = ("otlp",)
-    else:
-        exporters = ()
-    protocol = (
-        env.get("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL")
-        or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-        or "http/protobuf"
-    ).strip()
-    if "otlp" in exporters and protocol not in PROTOCOLS:
-        raise ConfigError(
-            f"OTEL_EXPORTER_OTLP_PROTOCOL: unsupported protocol {protocol!r} "
-            f"(expected one of {', '.join(PROTOCOLS)})"
-        )
-    has_timeout = env.get("OTEL_EXPORTER_OTLP_LOGS_TIMEOUT") or env.get(
-        "OTEL_EXPORTER_OTLP_TIMEOUT"
-    )
+    exporters = exporter_names(env, "OTEL_LOGS_EXPORTER")
+    if exporters is None:
+        exporters = ("otlp",) if endpoint_implies_otlp and endpoint_given(env, "logs") else ()
+    protocol, endpoint, timeout = otlp_transport(env, "logs", exporters)
     return LogSettings(
         exporters=exporters,
         protocol=protocol,
-        endpoint=otlp_endpoint(env, protocol, "logs"),
-        timeout_s=None if has_timeout else DEFAULT_EXPORT_TIMEOUT_S,
+        endpoint=endpoint,
+        timeout_s=timeout,
         resource=resource_attributes(env),
         probe=not any(env.get(name) for name in PROXY_VARIABLES),
     )
@@ -129,28 +103,17 @@ class GuardedLogExporter(LogRecordExporter):
         return True
 
 
-def _otlp_exporter(settings: LogSettings) -> LogRecordExporter:
-    if settings.protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (
-            OTLPLogExporter as GrpcExporter,
-        )
-
-        return GrpcExporter(endpoint=settings.endpoint, timeout=settings.timeout_s)
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-
-    return OTLPLogExporter(endpoint=settings.endpoint, timeout=settings.timeout_s)
-
-
-class LogSink:
+class LogSink(Pipeline):
     """Emits `LogEvent`s through the SDK's LoggerProvider. Thread-safe; `shutdown` is
     idempotent and bounded."""
 
+    what, signal = "log record", "log"
+
     def __init__(self, provider: LoggerProvider, breakers: Sequence[Breaker]) -> None:
+        super().__init__()
         self._provider = provider
         self._logger = provider.get_logger(SCOPE)
         self._breakers = list(breakers)
-        self._closed = False
-        self._lock = threading.Lock()
 
     @property
     def dropped(self) -> int:
@@ -169,32 +132,11 @@ class LogSink:
             event_name=event.event_name,
         )
 
-    def flush(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> bool:
-        done = threading.Event()
-        ok: list[bool] = []
+    def _force_flush(self, timeout_ms: int) -> bool:
+        return self._provider.force_flush(timeout_ms)
 
-        def run() -> None:
-            try:
-                ok.append(self._provider.force_flush(int(timeout_s * 1000)))
-            finally:
-                done.set()
-
-        threading.Thread(target=run, name="agent-gateway-log-flush", daemon=True).start()
-        return done.wait(timeout_s) and all(ok)
-
-    def shutdown(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        flushed = self.flush(timeout_s)
-        threading.Thread(target=self._provider.shutdown, daemon=True).start()
-        if self.dropped or not flushed:
-            logger.warning(
-                "%d log record(s) dropped%s: the log exporter was unreachable",
-                self.dropped,
-                "" if flushed else " (and the final flush timed out)",
-            )
+    def _stop(self) -> None:
+        self._provider.shutdown()
 
 
 def _trace_context(trace_id: int, span_id: int) -> Context | None:
@@ -220,7 +162,8 @@ def open_log_sink(settings: LogSettings, *, synchronous: bool = False) -> LogSin
                 refused=partial(connection_refused, settings.endpoint) if settings.probe else None,
             )
             breakers.append(breaker)
-            exporter = GuardedLogExporter(_otlp_exporter(settings), breaker)
+            inner = otlp_exporter("logs", settings.protocol, settings.endpoint, settings.timeout_s)
+            exporter = GuardedLogExporter(inner, breaker)
             processor = (
                 SimpleLogRecordProcessor(exporter)
                 if synchronous
