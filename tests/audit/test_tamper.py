@@ -239,3 +239,17 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "gateway", *args], env=env, capture_output=True, text=True,
         timeout=60,
     )
+
+
+def test_a_replayed_checkpoint_through_the_cli(tmp_path: Path, key_file: Path) -> None:
+    log = tmp_path / "home" / "audit.jsonl"
+    fill(log, 10, KEY)
+    saved = checkpoint_path(log).read_bytes()
+    fill(log, 10, KEY, start=10)
+    write(log, records(log)[:15])
+    checkpoint_path(log).write_bytes(saved)
+    env = {**os.environ, "AGENT_GATEWAY_HOME": str(log.parent), "PYTHONPATH": str(ROOT),
+           "AGENT_GATEWAY_AUDIT_KEY_FILE": str(key_file)}
+    out = _cli(env, "audit", "verify")
+    assert out.returncode == 1
+    assert "FAILED at record 11: not covered by checkpoint #10" in out.stderr
