@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, runtime_checkable
 
 import zstandard
 
@@ -17,9 +17,6 @@ from gateway.errors import ArchiveError
 from gateway.hashchain import GENESIS, MAC_KEY
 from gateway.integrity.checkpoint import checkpoint_finding
 from gateway.integrity.keys import FROM_ENV, KeyChoice, KeySet, resolve_keys
-
-if TYPE_CHECKING:
-    from gateway.archive.s3 import S3Store
 
 MIN_PREFIX = 4
 
@@ -116,9 +113,8 @@ def verify_store(
             at = found.position
             archive = entries[at - 1].archive_id if 0 < at <= len(entries) else ""
             findings.append(Break(at, archive, found.message.split(": ", 1)[1]))
-    history = getattr(store, "history", None)
-    if history is not None and getattr(store, "versioned", lambda: False)():
-        findings.extend(version_breaks(store))  # type: ignore[arg-type]
+    if isinstance(store, VersionedStore) and store.versioned():
+        findings.extend(version_breaks(store))
     if key_set is None and last is not None and MAC_KEY in last:
         notes.append("MACs not checked: no key (set AGENT_GATEWAY_AUDIT_KEY_FILE)")
     first = min(findings, key=lambda b: b.position) if findings else None
@@ -147,7 +143,18 @@ def _walk(
     return len(entries), None, manifest
 
 
-def version_breaks(store: S3Store) -> list[Break]:
+@runtime_checkable
+class VersionedStore(Protocol):
+    """A store that can show its history (S3 with versioning, as Object Lock requires)."""
+
+    def versioned(self) -> bool: ...
+
+    def history(self, key: str) -> tuple[list[tuple[str, Any]], list[str]]: ...
+
+    def read_version(self, key: str, version: str) -> bytes | None: ...
+
+
+def version_breaks(store: VersionedStore) -> list[Break]:
     """What the versions of a versioned bucket show: chain entries or the checkpoint hidden by
     a delete marker, and a checkpoint version counting fewer archives than an earlier one."""
     found: list[Break] = []
