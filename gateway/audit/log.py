@@ -36,6 +36,8 @@ from gateway.settings import gateway_home
 from gateway.types import Decision, ToolCall
 
 _TAIL_CHUNK = 4096
+_PAD_LIMIT = 64 * 1024
+"""A checkpoint is well under 1 KiB; a bigger file is never padded to."""
 CHECKPOINT_SUFFIX = ".checkpoint"
 SEQ = "seq"
 CHAIN = "chain"
@@ -243,7 +245,9 @@ def _write_checkpoint(path: Path, checkpoint: Mapping[str, Any]) -> None:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         size = os.fstat(fd).st_size
-        if len(data) < size:
+        if size > _PAD_LIMIT:  # not one this gateway wrote: start it over (still under lock)
+            os.ftruncate(fd, 0)
+        elif len(data) < size:
             data = data[:-1] + b" " * (size - len(data)) + b"\n"
         if os.pwrite(fd, data, 0) != len(data):
             raise OSError(f"short write to {path}")

@@ -74,3 +74,13 @@ def test_removed_directory_is_created_again(tmp_path: Path) -> None:
     log.parent.rmdir()
     append_record({"n": 2}, log)
     assert _records(log)[0]["prev_hash"] == GENESIS
+
+
+def test_a_huge_checkpoint_planted_by_someone_else_is_not_padded_to(tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    append_record({"n": 1}, log)
+    checkpoint_path(log).write_bytes(b" " * (8 << 20))
+    append_record({"n": 2}, log)
+    assert checkpoint_path(log).stat().st_size < 4096
+    broken = verify(log)  # and what was found is kept
+    assert broken is not None and "could not be trusted" in broken[1]
