@@ -89,13 +89,13 @@ def verify_store(
     bucket, the versions behind both); the first bad position. `objects=False` skips reading
     the objects back (what `show` and `export` check before printing one archive)."""
     key_set = resolve_keys(keys)
-    with store.consistent():
+    with store.consistent():  # held only for the index: manifests and objects never change
         # The checkpoint first: on S3 the chain may grow meanwhile, never shrink.
         checkpoint = store.read_checkpoint()
         entries = store.entries()
-        count, broken, last = _walk(store, entries, key_set, objects)
         if checkpoint and _int(checkpoint.get("count")) < len(entries):
             checkpoint = store.read_checkpoint()  # an append was in flight: it has moved since
+    count, broken, last = _walk(store, entries, key_set, objects)
     findings = [broken] if broken is not None else []
     notes: list[str] = []
     if checkpoint is None and last is not None and "seq" not in last:

@@ -89,7 +89,8 @@ class ArchiveStore(Protocol):
         ...
 
     def consistent(self) -> AbstractContextManager[None]:
-        """Hold appends off (where the store can) while the chain and checkpoint are read."""
+        """Hold appends off (where the store can) while the chain index and checkpoint are
+        read together."""
         ...
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import fcntl
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from gateway.audit.log import CHAIN, SEQ, audit_path, checkpoint_path, read_checkpoint
 from gateway.hashchain import GENESIS, HASH_KEY, MAC_KEY, link_problem
@@ -43,18 +44,35 @@ class LogReport:
 
 def read_log(path: Path) -> tuple[list[dict[str, Any]], Finding | None, dict[str, Any] | None]:
     """The log's records (up to the first line that is not a JSON object, named as a finding)
-    and its checkpoint, read under a shared lock so no append falls between the two reads.
-    A missing log is an empty one: a fresh home has no audit log yet."""
+    and its checkpoint, as they stood together: the lock is held (shared) only while the
+    checkpoint is read and the log's length noted, and the records are read up to that length
+    afterwards, so a long read never holds decisions up. A missing log is an empty one: a
+    fresh home has no audit log yet."""
     try:
         with open(path, "rb") as handle:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_SH)  # released when the file closes
-            records, finding = _parse_lines(handle)
-            return records, finding, read_checkpoint(checkpoint_path(path))
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+            try:
+                size = os.fstat(handle.fileno()).st_size
+                checkpoint = read_checkpoint(checkpoint_path(path))
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            records, finding = _parse_lines(_lines_up_to(handle, size))
+            return records, finding, checkpoint
     except FileNotFoundError:
         checkpoint = read_checkpoint(checkpoint_path(path))
         if checkpoint is not None and path.exists():  # created meanwhile: read it properly
             return read_log(path)
         return [], None, checkpoint
+
+
+def _lines_up_to(handle: BinaryIO, size: int) -> Iterator[bytes]:
+    """The file's lines within its first `size` bytes (appends made since are not read)."""
+    left = size
+    for line in handle:
+        if left <= 0:
+            return
+        yield line[:left]
+        left -= len(line)
 
 
 def _parse_lines(lines: Iterable[bytes]) -> tuple[list[dict[str, Any]], Finding | None]:
