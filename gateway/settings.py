@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
 
 def gateway_home() -> Path:
     """State directory: the local archive store, the audit log, the local span file."""
-    raw = os.environ.get("AGENT_GATEWAY_HOME")
+    return _home(os.environ.get("AGENT_GATEWAY_HOME") or "", os.environ.get("HOME") or "")
+
+
+@functools.lru_cache(maxsize=16)
+def _home(raw: str, user_home: str) -> Path:
+    # Cached per value: the service asks once per decision, and building paths is not free.
     return Path(raw).expanduser() if raw else Path.home() / ".agent-gateway"
 
 
@@ -39,7 +45,12 @@ AUDIT_KEY_FILE_ENV = "AGENT_GATEWAY_AUDIT_KEY_FILE"
 def audit_key_file() -> Path | None:
     """AGENT_GATEWAY_AUDIT_KEY_FILE: the MAC keys of the audit log and archive chains, or None."""
     raw = os.environ.get(AUDIT_KEY_FILE_ENV, "").strip()
-    return Path(raw).expanduser() if raw else None
+    return _expanded(raw) if raw else None
+
+
+@functools.lru_cache(maxsize=16)
+def _expanded(raw: str) -> Path:
+    return Path(raw).expanduser()
 
 
 def hook_log_export_requested() -> bool:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from gateway.hashchain import GENESIS, HASH_KEY, link_problem
-from gateway.integrity.keys import KeySet, sealed_link
+from gateway.integrity.keys import KeySet, sealed_line
 
 FORMAT = "agent-gateway.checkpoint/1"
 ALARM = "alarm"
@@ -44,6 +44,22 @@ def make_checkpoint(
     alarm: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The checkpoint after an append; `previous` is the one it replaces (None for the first)."""
+    return checkpoint_line(
+        chain=chain, count=count, head=head, time=time, previous=previous, keys=keys, alarm=alarm
+    )[0]
+
+
+def checkpoint_line(
+    *,
+    chain: str,
+    count: int,
+    head: str,
+    time: str,
+    previous: Mapping[str, Any] | None,
+    keys: KeySet | None,
+    alarm: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], bytes]:
+    """`make_checkpoint`, and the checkpoint as JSON, serialized once."""
     body: dict[str, Any] = {
         "format": FORMAT,
         "chain": chain,
@@ -56,7 +72,7 @@ def make_checkpoint(
     if carried:
         body[ALARM] = dict(carried)
     prev_hash = str(previous.get(HASH_KEY, GENESIS)) if previous else GENESIS
-    return sealed_link(body, prev_hash, keys)
+    return sealed_line(body, prev_hash, keys)
 
 
 def make_alarm(at: int, reason: str, time: str) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.errors import ConfigError
-from gateway.hashchain import HASH_KEY, MAC_KEY, link, record_hash
+from gateway.hashchain import HASH_KEY, MAC_KEY, PREV_KEY, canonical_json, record_hash
 from gateway.settings import AUDIT_KEY_FILE_ENV, audit_key_file, gateway_home
 
 KEY_ID = "key_id"
@@ -86,11 +86,26 @@ def sealed_link(
     record: Mapping[str, Any], prev_hash: str, keys: KeySet | None
 ) -> dict[str, Any]:
     """`link`, plus the signing key's id (hashed) and a MAC over the hash when keys are set."""
-    if keys is None:
-        return link(record, prev_hash)
-    linked = link({**record, KEY_ID: keys.signing.id}, prev_hash)
-    linked[MAC] = mac_of(keys.signing, str(linked[HASH_KEY]))
-    return linked
+    return sealed_line(record, prev_hash, keys)[0]
+
+
+def sealed_line(
+    record: Mapping[str, Any], prev_hash: str, keys: KeySet | None
+) -> tuple[dict[str, Any], bytes]:
+    """`sealed_link` and the record as one line of JSON, serialized once: the canonical body
+    that was hashed, with `hash` (and `mac`) added at its end."""
+    body = {**record, KEY_ID: keys.signing.id} if keys is not None else dict(record)
+    body[PREV_KEY] = prev_hash
+    body.pop(HASH_KEY, None)
+    body.pop(MAC, None)
+    canonical = canonical_json(body)
+    digest = hashlib.sha256(canonical).hexdigest()
+    tail = f',"{HASH_KEY}":"{digest}"'
+    body[HASH_KEY] = digest
+    if keys is not None:
+        body[MAC] = mac_of(keys.signing, digest)
+        tail += f',"{MAC}":"{body[MAC]}"'
+    return body, canonical[:-1] + tail.encode() + b"}"
 
 
 def key_id(secret: bytes) -> str:
