@@ -80,12 +80,15 @@ class Redactor:
     def __init__(self, rules: Sequence[RedactionRule]) -> None:
         self._rules = tuple(_compile(rule) for rule in rules)
         self.rule_ids: tuple[str, ...] = tuple(rule.id for rule in rules)
+        self._any = _alternation(self._rules)
 
     def __bool__(self) -> bool:
         return bool(self._rules)
 
     def matches_any(self, block: bytes) -> bool:
         """Cheap pre-check over many lines: most blocks hold no secret at all."""
+        if self._any is not None:
+            return self._any.search(block) is not None
         return any(rule.regex.search(block) for rule in self._rules)
 
     def apply(self, line: bytes) -> tuple[bytes, frozenset[str]]:
@@ -149,6 +152,18 @@ def _compile(rule: RedactionRule) -> _Compiled:
         ) from exc
     replacement = rule.replacement.replace("{id}", rule.id).encode()
     return _Compiled(rule.id, regex, replacement)
+
+
+def _alternation(rules: Sequence[_Compiled]) -> re.Pattern[bytes] | None:
+    """Every rule in one pattern, for the pre-check: one scan instead of one per rule. None
+    when they cannot be joined: a rule with groups (joined, its backreferences would point
+    elsewhere) or global inline flags."""
+    if not rules or any(rule.regex.groups for rule in rules):
+        return None
+    try:
+        return re.compile(b"|".join(b"(?:" + rule.regex.pattern + b")" for rule in rules))
+    except re.error:
+        return None
 
 
 def _literal(replacement: bytes) -> Callable[[re.Match[bytes]], bytes]:

@@ -19,6 +19,7 @@ damage stays visible to `audit verify` however many appends follow.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -44,10 +45,17 @@ CHAIN = "chain"
 
 
 def audit_path() -> Path:
-    return gateway_home() / "audit.jsonl"
+    return _audit_path(gateway_home())
 
 
+@functools.lru_cache(maxsize=16)
+def _audit_path(home: Path) -> Path:
+    return home / "audit.jsonl"
+
+
+@functools.lru_cache(maxsize=64)
 def checkpoint_path(log: Path) -> Path:
+    # Cached: the service derives it once per decision, and path arithmetic is not free.
     return log.with_name(log.name + CHECKPOINT_SUFFIX)
 
 

@@ -71,7 +71,8 @@ def input_fields(tool_input: Mapping[str, Any], redactor: Redactor) -> dict[str,
         shown, hits = redact_json(tool_input, redactor)
         fields["input_redactions"] = sorted(hits)
         changed = True
-    shown, cut = _cap_strings(shown)
+    # No string can be longer than the whole input: most inputs need no walk at all.
+    shown, cut = _cap_strings(shown) if len(raw) > STRING_CAP else (shown, False)
     text = canonical_json(shown) if changed or cut else raw
     if len(text) > INPUT_CAP:
         shown, cut = text[:INPUT_CAP].decode(errors="ignore") + "…", True
