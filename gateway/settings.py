@@ -55,6 +55,6 @@ def _expanded(raw: str) -> Path:
 
 def hook_log_export_requested() -> bool:
     """The command hook exports log records only when OTEL_LOGS_EXPORTER names an exporter:
-    loading the OpenTelemetry SDK costs a hook process about 150 ms."""
+    loading the OpenTelemetry SDK costs a hook process about 200 ms."""
     raw = os.environ.get("OTEL_LOGS_EXPORTER", "").strip().lower()
     return bool(raw) and raw != "none"

@@ -4,7 +4,7 @@ Configured only by the standard variables: OTEL_LOGS_EXPORTER (`otlp`, `console`
 OTEL_EXPORTER_OTLP_[LOGS_]ENDPOINT / _PROTOCOL / _TIMEOUT / _HEADERS, OTEL_SERVICE_NAME and
 OTEL_RESOURCE_ATTRIBUTES. Without OTEL_LOGS_EXPORTER, long-running modes export over OTLP when
 an OTLP endpoint is set and nothing otherwise; the command hook exports only when
-OTEL_LOGS_EXPORTER asks (the SDK costs it about 150 ms per call).
+OTEL_LOGS_EXPORTER asks (the SDK costs it about 200 ms per call).
 
 Exports run behind the same breaker as spans: an unreachable collector is counted and
 reported once, never raised, and costs one timeout, not one per record.
@@ -163,7 +163,10 @@ def open_log_sink(settings: LogSettings, *, synchronous: bool = False) -> LogSin
     (a process that emits once and exits) exports in `emit` instead of on a batch thread."""
     if not settings.exporters:
         return None
-    provider = LoggerProvider(resource=Resource.create(dict(settings.resource)))
+    # Shut down by its owner (LogSink.shutdown), not again at exit: twice warns on stderr.
+    provider = LoggerProvider(
+        resource=Resource.create(dict(settings.resource)), shutdown_on_exit=False
+    )
     breakers: list[Breaker] = []
     for name in settings.exporters:
         processor: LogRecordProcessor
