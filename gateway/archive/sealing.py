@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.archive.chain import NOUN, ChainEntry
-from gateway.integrity.checkpoint import checkpoint_problem, make_alarm, make_checkpoint
+from gateway.integrity.checkpoint import checkpoint_line, checkpoint_problem, make_alarm
 from gateway.integrity.keys import KeySet
 
 CHECKPOINT_KEY = "checkpoint.json"
@@ -60,7 +60,7 @@ def next_checkpoint(
                 f"the {NOUN} at checkpoint #{previous['seq']}'s head was replaced",
                 sealing.time,
             )
-    return make_checkpoint(
+    checkpoint, _ = checkpoint_line(
         chain=f"{NOUN}:{location}",
         count=count + 1,
         head=appended.archive_id,
@@ -69,3 +69,4 @@ def next_checkpoint(
         keys=sealing.keys,
         alarm=alarm,
     )
+    return checkpoint

@@ -33,22 +33,6 @@ class Finding(NamedTuple):
         return self.message
 
 
-def make_checkpoint(
-    *,
-    chain: str,
-    count: int,
-    head: str,
-    time: str,
-    previous: Mapping[str, Any] | None,
-    keys: KeySet | None,
-    alarm: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The checkpoint after an append; `previous` is the one it replaces (None for the first)."""
-    return checkpoint_line(
-        chain=chain, count=count, head=head, time=time, previous=previous, keys=keys, alarm=alarm
-    )[0]
-
-
 def checkpoint_line(
     *,
     chain: str,
@@ -59,7 +43,8 @@ def checkpoint_line(
     keys: KeySet | None,
     alarm: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], bytes]:
-    """`make_checkpoint`, and the checkpoint as JSON, serialized once."""
+    """The checkpoint after an append (`previous` is the one it replaces, None for the first),
+    and the same as JSON, serialized once."""
     body: dict[str, Any] = {
         "format": FORMAT,
         "chain": chain,
