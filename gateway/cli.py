@@ -121,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_hook_command(sub)
     _add_policy_commands(sub)
+    _add_audit_commands(sub)
     _add_archive_commands(sub)
     _add_service_commands(sub)
     _add_trace_commands(sub)
@@ -260,13 +261,52 @@ def _add_policy_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
     test = psub.add_parser("test", help="run the test cases kept beside policy files")
     test.add_argument("paths", nargs="+", metavar="PATH")
 
+
+
+def _add_audit_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
     audit = sub.add_parser("audit", help="the decision audit log")
     asub = audit.add_subparsers(dest="audit_command", metavar="ACTION", parser_class=_Parser)
     asub.required = True
-    verify = asub.add_parser("verify", help="check the audit log's hash chain")
-    verify.add_argument(
-        "--log", metavar="PATH", help="audit log (default AGENT_GATEWAY_HOME/audit.jsonl)"
+    lst = asub.add_parser(
+        "list",
+        help="decisions, oldest first: position, time, decision, tool, rule, session, input",
     )
+    lst.add_argument("--session", metavar="SESSION", help="only this session")
+    lst.add_argument(
+        "--decision", choices=("allow", "deny", "ask", "abstain"), help="only this decision"
+    )
+    lst.add_argument("--rule", metavar="ID", help="only decisions made by this rule id")
+    lst.add_argument(
+        "--since", metavar="T", help="only since T: an ISO time (2026-05-01T12:00) or an age (2h)"
+    )
+    show = asub.add_parser("show", help="one record, whole, by its position (1 is the first)")
+    show.add_argument("position", type=_position, metavar="N")
+    verify = asub.add_parser(
+        "verify",
+        help="check the chain, numbering, MACs and checkpoint (and an exported copy)",
+    )
+    verify.add_argument(
+        "--against",
+        metavar="FILE",
+        help="an exported copy (OTLP JSON lines, e.g. the Collector's file exporter): "
+        "report what is missing or different on either side",
+    )
+    for p in (lst, show):
+        p.add_argument("--json", action="store_true", help="records as JSON, one per line")
+    for p in (lst, show, verify):
+        p.add_argument(
+            "--log", metavar="PATH", help="audit log (default AGENT_GATEWAY_HOME/audit.jsonl)"
+        )
+
+
+def _position(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a record number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a record number (1 is the first)")
+    return number
 
 
 def _add_archive_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
@@ -327,10 +367,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         from gateway.demo import run_demo
 
         return run_demo(keep=args.keep)
-    if command in ("policy", "audit"):
+    if command == "policy":
         from gateway.cli_policy import dispatch_policy
 
         return dispatch_policy(args)
+    if command == "audit":
+        from gateway.cli_audit import dispatch_audit
+
+        return dispatch_audit(args)
     if command == "trace":
         from gateway.telemetry.show import trace_show
 

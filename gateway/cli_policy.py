@@ -1,15 +1,13 @@
-"""`agent-gateway policy ...` and `agent-gateway audit ...`: argv to command functions."""
+"""`agent-gateway policy ...`: argv to command functions."""
 
 from __future__ import annotations
 
 import argparse
 
-from gateway.policy_commands import audit_verify, policy_check, policy_explain, policy_test
+from gateway.policy_commands import policy_check, policy_explain, policy_test
 
 
 def dispatch_policy(args: argparse.Namespace) -> int:
-    if args.command == "audit":
-        return audit_verify(args.log)
     action: str = args.policy_command
     if action == "check":
         return policy_check(args.paths)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.archive.config import CompactionSettings
-from gateway.audit.log import append_record, decision_record
+from gateway.audit.log import append_decision
+from gateway.audit.record import policy_redactor
 from gateway.errors import GatewayError, HookInputError
 from gateway.hook_compact import (
     CompactOutcome,
@@ -27,6 +28,9 @@ from gateway.policy import Policy, decide
 from gateway.policy.reload import PolicyHolder
 from gateway.types import Decision, ToolCall
 
+if TYPE_CHECKING:
+    pass
+
 log = logging.getLogger("gateway.engine")
 
 
@@ -34,6 +38,14 @@ def deny(reason: str, policy_hash: str = "") -> Decision:
     return Decision(
         kind="deny", rule_id="gateway.fail-closed", reason=reason, policy_hash=policy_hash
     )
+
+
+class TrailSink(Protocol):
+    """Where records go as they are written (the off-host copy: gateway.trail.AuditExport)."""
+
+    def decision(self, record: Mapping[str, Any]) -> None: ...
+
+    def archive(self, manifest: Mapping[str, Any], store: str) -> None: ...
 
 
 class Engine:
@@ -45,12 +57,14 @@ class Engine:
         *,
         audit_log: Path | None = None,
         reload_interval_s: float = 0.5,
+        audit_export: TrailSink | None = None,
     ) -> None:
         # The first load must succeed: the gateway never runs on an empty or partial policy.
         self._holder = (
             PolicyHolder(policy_paths, interval_s=reload_interval_s) if policy_paths else None
         )
         self._audit_log = audit_log
+        self._export = audit_export
 
     @property
     def policy(self) -> Policy | None:
@@ -81,13 +95,18 @@ class Engine:
             decision = deny(f"agent-gateway could not decide: {_line(exc)}")
         if policy is not None:
             try:
-                record = {**decision_record(call, decision), **(audit_extra or {})}
-                append_record(record, self._audit_log)
-            except OSError as exc:
+                record = append_decision(
+                    call, decision, self._audit_log, redactor=policy_redactor(policy),
+                    extra=audit_extra,
+                )
+            except (OSError, GatewayError) as exc:
                 # An unrecorded decision is not one this gateway makes.
                 decision = deny(
                     f"agent-gateway could not write its audit log: {_line(exc)}", policy.bundle_hash
                 )
+            else:
+                if self._export is not None:
+                    self._export.decision(record)
         return call, decision, dict(render_pre_tool_use(decision))
 
     def compaction_settings(self) -> tuple[CompactionSettings, str]:
@@ -110,6 +129,8 @@ class Engine:
             )
             return outcome, render_pre_compact(outcome)
         outcome = archive_before_compact(request, settings, policy_hash)
+        if self._export is not None and outcome.manifest is not None:
+            self._export.archive(outcome.manifest, outcome.store)
         return outcome, render_pre_compact(outcome)
 
 

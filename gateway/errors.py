@@ -33,8 +33,11 @@ class ArchiveError(GatewayError):
 
 
 class ChainError(GatewayError):
-    """A hash chain (audit log or archive manifests) that does not verify."""
+    """A hash chain (audit log or archive manifests) that does not verify; `position` is the
+    first bad one, 1-based."""
 
-    def __init__(self, message: str, *, index: int | None = None) -> None:
-        self.index = index
+    exit_code = 1
+
+    def __init__(self, message: str, *, position: int | None = None) -> None:
+        self.position = position
         super().__init__(message)

@@ -1,4 +1,7 @@
-"""Hash chains over JSON records: pure functions shared by the audit log and the archive."""
+"""Hash chains over JSON records: pure functions shared by the audit log and the archive.
+
+Positions in messages are 1-based ("record 12"), as an auditor counts them.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,9 @@ from typing import Any
 GENESIS = "0" * 64
 PREV_KEY = "prev_hash"
 HASH_KEY = "hash"
+MAC_KEY = "mac"
+_UNHASHED = (HASH_KEY, MAC_KEY)
+"""A record's own hash, and the MAC made over that hash."""
 
 
 def canonical_json(value: Any) -> bytes:
@@ -18,8 +24,8 @@ def canonical_json(value: Any) -> bytes:
 
 
 def record_hash(record: Mapping[str, Any]) -> str:
-    """sha256 of a record without its own `hash` field (it includes `prev_hash`)."""
-    body = {k: v for k, v in record.items() if k != HASH_KEY}
+    """sha256 of a record without its own `hash` and `mac` (it includes `prev_hash`)."""
+    body = {k: v for k, v in record.items() if k not in _UNHASHED}
     return hashlib.sha256(canonical_json(body)).hexdigest()
 
 
@@ -30,13 +36,21 @@ def link(record: Mapping[str, Any], prev_hash: str) -> dict[str, Any]:
     return linked
 
 
+def link_problem(record: Mapping[str, Any], prev: str) -> str | None:
+    """Why `record` does not follow a record whose hash is `prev`, or None."""
+    if record.get(PREV_KEY) != prev:
+        return "prev_hash does not match the record before it"
+    if record.get(HASH_KEY) != record_hash(record):
+        return "hash does not match its contents"
+    return None
+
+
 def first_broken_link(records: Iterable[Mapping[str, Any]]) -> tuple[int, str] | None:
-    """Index and description of the first record that breaks the chain, or None if intact."""
+    """1-based position and description of the first record that breaks the chain, or None."""
     prev = GENESIS
-    for index, record in enumerate(records):
-        if record.get(PREV_KEY) != prev:
-            return index, f"record {index}: prev_hash does not match the record before it"
-        if record.get(HASH_KEY) != record_hash(record):
-            return index, f"record {index}: hash does not match its contents"
+    for position, record in enumerate(records, start=1):
+        problem = link_problem(record, prev)
+        if problem is not None:
+            return position, f"record {position}: {problem}"
         prev = str(record[HASH_KEY])
     return None

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from gateway.archive.config import CompactionSettings
 from gateway.errors import GatewayError, HookInputError
+from gateway.settings import hook_log_export_requested
 from gateway.types import CompactRequest
 
 log = logging.getLogger("gateway.archive")
@@ -34,6 +35,10 @@ class CompactOutcome:
 
     archive_id: str = ""
     """Set when an archive was written; the tracer puts it on the compaction span."""
+    manifest: Mapping[str, Any] | None = None
+    """The archive's manifest, for its log record."""
+    store: str = ""
+    """Where it was written (a directory or s3://bucket/prefix)."""
     skipped: bool = False
     """Archiving is off in the settings."""
     error: str = ""
@@ -61,14 +66,16 @@ def archive_before_compact(
         from gateway.archive.archiver import archive_session
         from gateway.archive.store import open_store
 
+        store = open_store(settings, home)
         manifest = archive_session(
-            request, settings, policy_hash, open_store(settings, home), projects_root=projects_root
+            request, settings, policy_hash, store, projects_root=projects_root
         )
     except GatewayError as exc:
         return _failed(str(exc), settings, request)
     except Exception as exc:  # a bug must not crash the agent loop or hide the failure
         return _failed(f"{type(exc).__name__}: {exc}", settings, request)
-    return CompactOutcome(archive_id=str(manifest["hash"]))
+    return CompactOutcome(archive_id=str(manifest["hash"]), manifest=manifest,
+                          store=store.location)
 
 
 def _failed(error: str, settings: CompactionSettings, request: CompactRequest) -> CompactOutcome:
@@ -135,6 +142,8 @@ def run_pre_compact_hook(
             outcome = _failed(f"bad hook input: {_line(exc)}", settings, request)
         else:
             outcome = archive_before_compact(request, settings, policy_hash)
+            if outcome.manifest is not None and hook_log_export_requested():
+                _export_archive(outcome.manifest, outcome.store)
     json.dump(render_pre_compact(outcome), stdout)
     stdout.write("\n")
     if outcome.blocked:
@@ -143,6 +152,19 @@ def run_pre_compact_hook(
     for line in logged:
         stderr.write(line + "\n")
     return EXIT_OK
+
+
+def _export_archive(manifest: Mapping[str, Any], store: str) -> None:
+    from gateway.hook_command import hook_export
+
+    try:
+        export = hook_export()
+    except GatewayError as exc:  # the archive is written; its copy is what failed
+        log.error("archive log record not exported: %s", exc)
+        return
+    if export is not None:
+        export.archive(manifest, store)
+        export.shutdown()
 
 
 def _line(exc: BaseException) -> str:

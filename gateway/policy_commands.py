@@ -1,7 +1,7 @@
-"""Functions behind `agent-gateway policy ...` and `agent-gateway audit verify`.
+"""Functions behind `agent-gateway policy ...`.
 
 Each returns an exit status and prints one-line errors (no tracebacks): 0 success, 1 the
-check failed (bad policy, failing case, broken chain), 2 the input could not be used.
+check failed (bad policy, failing case), 2 the input could not be used.
 """
 
 from __future__ import annotations
@@ -109,25 +109,3 @@ def policy_test(paths: Sequence[str], *, out: TextIO | None = None,
         print(f"{outcome.path}:{outcome.line}: {outcome.name}: {outcome.failure}", file=err)
     print(f"{len(outcomes) - len(failed)} passed, {len(failed)} failed", file=out)
     return 1 if failed else 0
-
-
-def audit_verify(path: str | None = None, *, out: TextIO | None = None,
-                 err: TextIO | None = None) -> int:
-    """Check the audit log's hash chain (default AGENT_GATEWAY_HOME/audit.jsonl)."""
-    from gateway.audit.log import audit_path, verify
-
-    out, err = out or sys.stdout, err or sys.stderr
-    target = Path(path) if path else audit_path()
-    try:
-        broken = verify(target)
-    except OSError as exc:
-        print(f"{target}: cannot read audit log: {exc.strerror or exc}", file=err)
-        return 2
-    if broken is not None:
-        _, message = broken
-        print(f"{target}: chain broken at {message}", file=err)
-        return 1
-    with open(target, "rb") as handle:
-        count = sum(1 for _ in handle)
-    print(f"{target}: ok, {count} records, chain intact", file=out)
-    return 0

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.settings import gateway_home, otel_env
-from gateway.telemetry import ContentPolicy, TraceBuilder, traceparent_for
+from gateway.telemetry import ContentPolicy, SpanRef, TraceBuilder, traceparent_for
 from gateway.telemetry.export import SpanSink, export_settings, install_exit_flush, open_span_sink
 from gateway.telemetry.subagents import (
     TRANSCRIPT_GLOB,
@@ -37,6 +37,15 @@ class RunTracer:
         )
         self._transcript_path = ""
         self._closed = False
+
+    def tool_ref(self, session_id: str, tool_use_id: str) -> SpanRef | None:
+        """The span a tool call gets in this run's trace (for its audit log record)."""
+        del session_id  # one run, one trace
+        return self._builder.tool_ref(tool_use_id) if tool_use_id else None
+
+    def root_ref(self, session_id: str) -> SpanRef | None:
+        del session_id
+        return self._builder.root
 
     def child_env(self) -> dict[str, str]:
         """TRACEPARENT/TRACESTATE for Claude Code, so its native spans join this trace."""

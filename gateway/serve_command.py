@@ -78,6 +78,7 @@ def serve_command(args: ServeArgs) -> int:
 def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     from aiohttp import web
 
+    from gateway.integrity.keys import keys_from_env
     from gateway.server.app import ServeConfig, create_app
     from gateway.server.auth import load_tokens
     from gateway.server.owners import LocalSessionOwners, RedisSessionOwners, SessionOwners
@@ -85,7 +86,9 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     from gateway.server.tracing import ServerTracer
     from gateway.settings import gateway_home
     from gateway.telemetry import load_price_table, span_sink_from_env
+    from gateway.trail import audit_export_from_env
 
+    keys_from_env()  # a bad key file stops the service now, not at its first decision
     tokens = load_tokens(token, tokens_file)
     config = ServeConfig(
         policy_paths=list(args.policy),
@@ -105,17 +108,21 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
             if args.redis_url
             else LocalSessionOwners(gateway_home() / "sessions")
         )
+    export = audit_export_from_env()
     service = GatewayService(
         config.policy_paths,
         tracer,
         owners=owners,
         runs_roots=[os.path.abspath(r) for r in args.runs_roots],
         decision_budget_s=args.decision_budget_s,
+        audit_export=export,
     )
     app = create_app(config, service, tracer.on_exchange)
 
     async def flush(_app: web.Application) -> None:
         sink.shutdown()
+        if export is not None:
+            export.shutdown()
 
     app.on_cleanup.append(flush)
     print(

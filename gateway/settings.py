@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
 
 def gateway_home() -> Path:
     """State directory: the local archive store, the audit log, the local span file."""
-    raw = os.environ.get("AGENT_GATEWAY_HOME")
+    return _home(os.environ.get("AGENT_GATEWAY_HOME") or "", os.environ.get("HOME") or "")
+
+
+@functools.lru_cache(maxsize=16)
+def _home(raw: str, user_home: str) -> Path:
+    # Cached per value: the service asks once per decision, and building paths is not free.
     return Path(raw).expanduser() if raw else Path.home() / ".agent-gateway"
 
 
@@ -33,9 +39,25 @@ def policy_paths_from_env() -> list[str]:
     return [part for part in raw.split(os.pathsep) if part]
 
 
-def audit_key_file() -> str:
-    """AGENT_GATEWAY_AUDIT_KEY_FILE: the secret for audit and archive MACs ('' when unset)."""
-    return os.environ.get("AGENT_GATEWAY_AUDIT_KEY_FILE", "")
+AUDIT_KEY_FILE_ENV = "AGENT_GATEWAY_AUDIT_KEY_FILE"
+
+
+def audit_key_file() -> Path | None:
+    """AGENT_GATEWAY_AUDIT_KEY_FILE: the MAC keys of the audit log and archive chains, or None."""
+    raw = os.environ.get(AUDIT_KEY_FILE_ENV, "").strip()
+    return _expanded(raw) if raw else None
+
+
+@functools.lru_cache(maxsize=16)
+def _expanded(raw: str) -> Path:
+    return Path(raw).expanduser()
+
+
+def hook_log_export_requested() -> bool:
+    """The command hook exports log records only when OTEL_LOGS_EXPORTER names an exporter:
+    loading the OpenTelemetry SDK costs a hook process about 200 ms."""
+    raw = os.environ.get("OTEL_LOGS_EXPORTER", "").strip().lower()
+    return bool(raw) and raw != "none"
 
 
 def tokens_files() -> list[str]:

@@ -13,8 +13,10 @@ from claude_agent_sdk.types import HookInput, HookJSONOutput
 from gateway.attachments import Attachments
 from gateway.engine import Engine
 from gateway.errors import ConfigError
+from gateway.integrity.keys import keys_from_env
 from gateway.policy import Limits
 from gateway.run_tracer import RunTracer
+from gateway.trail import audit_export_from_env
 
 
 def attach_gateway(
@@ -25,11 +27,16 @@ def attach_gateway(
     err: TextIO,
 ) -> ClaudeAgentOptions:
     """Add the gateway's hooks and taps to `attachments`; return the options to run with."""
-    engine = Engine(policy_paths)
+    keys_from_env()  # a bad key file stops the run now, not at its first tool call
+    export = audit_export_from_env()
+    engine = Engine(policy_paths, audit_export=export)
     policy = engine.policy
     if policy is not None:
         options = apply_limits(options, policy.limits, err)
     tracer = RunTracer(prompt)
+    if export is not None:
+        export.locate(tracer)  # audit log records carry the run's tool span ids
+        attachments.on_close.append(export.shutdown)
     attachments.taps.append(tracer.tap)
     attachments.on_close.append(tracer.close)
     attach_hooks(attachments, engine, tracer)

@@ -1,4 +1,6 @@
-"""An in-test OTLP/HTTP trace receiver: decodes ExportTraceServiceRequest protobuf into dicts.
+"""An in-test OTLP/HTTP receiver: decodes ExportTraceServiceRequest and ExportLogsServiceRequest
+protobuf into dicts, and keeps the log requests as OTLP JSON lines, the way the Collector's file
+exporter writes them (`receiver.write_log_lines(path)`), for `audit verify --against`.
 
 Sync tests:
     with OtlpReceiver() as receiver:              # serves on 127.0.0.1, its own thread
@@ -11,19 +13,29 @@ Async tests: `app = make_app(collected)` and run it on the test's own loop.
 Each span dict: name, trace_id / span_id / parent_span_id (lowercase hex; parent None when
 absent), start_ns, end_ns, kind (SPAN_KIND_* name), status {code: STATUS_CODE_* name,
 message}, attributes (plain Python values; arrays as lists), resource (attributes), scope.
+Each log dict: event_name, body, severity_text, time_ns, trace_id / span_id (hex, "" when
+absent), attributes, resource, scope.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import gzip
+import json
 import threading
 import time
 import zlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from google.protobuf.json_format import MessageToDict
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -79,17 +91,81 @@ def decode_request(body: bytes) -> Spans:
     return spans
 
 
-def make_app(collected: Spans, lock: threading.Lock | None = None) -> web.Application:
-    """An aiohttp app that appends decoded spans to `collected` (under `lock` when given)."""
+Logs = list[dict[str, Any]]
+
+
+def decode_logs(body: bytes) -> tuple[Logs, dict[str, Any]]:
+    """All log records of one ExportLogsServiceRequest as plain dicts, and the request as
+    OTLP JSON (ids in hex, as the OTLP JSON encoding and the Collector's file exporter have)."""
+    request = ExportLogsServiceRequest()
+    request.ParseFromString(body)
+    logs: Logs = []
+    for resource_logs in request.resource_logs:
+        resource = attributes(resource_logs.resource.attributes)
+        for scope_logs in resource_logs.scope_logs:
+            for record in scope_logs.log_records:
+                logs.append(
+                    {
+                        "event_name": record.event_name,
+                        "body": any_value(record.body),
+                        "severity_text": record.severity_text,
+                        "time_ns": record.time_unix_nano,
+                        "trace_id": record.trace_id.hex(),
+                        "span_id": record.span_id.hex(),
+                        "attributes": attributes(record.attributes),
+                        "resource": resource,
+                        "scope": scope_logs.scope.name,
+                    }
+                )
+    return logs, otlp_json(request)
+
+
+def otlp_json(request: ExportLogsServiceRequest) -> dict[str, Any]:
+    data = MessageToDict(request)
+    for resource_logs in data.get("resourceLogs", []):
+        for scope_logs in resource_logs.get("scopeLogs", []):
+            for record in scope_logs.get("logRecords", []):
+                for key in ("traceId", "spanId"):
+                    if key in record:
+                        record[key] = base64.b64decode(record[key]).hex()
+    return data
+
+
+def _decoded(request_body: bytes, headers: Any) -> bytes:
+    encoding = headers.get("Content-Encoding", "").lower()
+    if encoding == "gzip":
+        return gzip.decompress(request_body)
+    if encoding == "deflate":
+        return zlib.decompress(request_body)
+    return request_body
+
+
+def make_app(
+    collected: Spans,
+    lock: threading.Lock | None = None,
+    log_requests: list[bytes] | None = None,
+) -> web.Application:
+    """An aiohttp app that appends decoded spans to `collected` and log export requests (as
+    received, decoded only when read: decoding costs a benchmark's machine CPU) to
+    `log_requests`, under `lock` when given."""
     guard = lock or threading.Lock()
 
+    async def log_export(request: web.Request) -> web.Response:
+        body = _decoded(await request.read(), request.headers)
+        try:
+            ExportLogsServiceRequest().ParseFromString(body)
+        except Exception as error:
+            return web.Response(status=400, text=str(error))
+        with guard:
+            if log_requests is not None:
+                log_requests.append(body)
+        return web.Response(
+            body=ExportLogsServiceResponse().SerializeToString(),
+            content_type="application/x-protobuf",
+        )
+
     async def traces(request: web.Request) -> web.Response:
-        body = await request.read()
-        encoding = request.headers.get("Content-Encoding", "").lower()
-        if encoding == "gzip":
-            body = gzip.decompress(body)
-        elif encoding == "deflate":
-            body = zlib.decompress(body)
+        body = _decoded(await request.read(), request.headers)
         try:
             spans = decode_request(body)
         except Exception as error:  # a malformed body is a 400, as a collector would say
@@ -103,6 +179,7 @@ def make_app(collected: Spans, lock: threading.Lock | None = None) -> web.Applic
 
     app = web.Application()
     app.router.add_post("/v1/traces", traces)
+    app.router.add_post("/v1/logs", log_export)
     return app
 
 
@@ -112,6 +189,9 @@ class OtlpReceiver:
     def __init__(self, port: int = 0) -> None:
         self._port = port
         self._spans: Spans = []
+        self._log_requests: list[bytes] = []
+        self._logs: Logs = []
+        self._log_lines: list[str] = []
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -133,9 +213,43 @@ class OtlpReceiver:
         with self._lock:
             return list(self._spans)
 
+    @property
+    def logs(self) -> Logs:
+        with self._lock:
+            self._decode_new_logs()
+            return list(self._logs)
+
+    def write_log_lines(self, path: Path) -> Path:
+        """The log requests received, as OTLP JSON lines (the Collector's file exporter)."""
+        with self._lock:
+            self._decode_new_logs()
+            path.write_text("".join(line + "\n" for line in self._log_lines))
+        return path
+
+    def _decode_new_logs(self) -> None:
+        for body in self._log_requests[len(self._log_lines) :]:
+            records, as_json = decode_logs(body)
+            self._logs.extend(records)
+            self._log_lines.append(json.dumps(as_json))
+
     def clear(self) -> None:
         with self._lock:
             self._spans.clear()
+            self._log_requests.clear()
+            self._logs.clear()
+            self._log_lines.clear()
+
+    def wait_for_logs(self, predicate: Callable[[Logs], bool], timeout: float = 10.0) -> Logs:
+        """The log records once `predicate(logs)` holds; raises TimeoutError with what came."""
+        deadline = time.monotonic() + timeout
+        while True:
+            logs = self.logs
+            if predicate(logs):
+                return logs
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(logs)} log record(s) received: "
+                                   f"{[r['event_name'] for r in logs]}")
+            time.sleep(0.02)
 
     def wait_for(self, predicate: Callable[[Spans], bool], timeout: float = 10.0) -> Spans:
         """The spans once `predicate(spans)` holds; raises TimeoutError with what arrived."""
@@ -182,7 +296,8 @@ class OtlpReceiver:
             loop.close()
 
     async def _startup(self) -> None:
-        self._runner = web.AppRunner(make_app(self._spans, self._lock), access_log=None)
+        app = make_app(self._spans, self._lock, self._log_requests)
+        self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self._port)
         await site.start()

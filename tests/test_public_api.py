@@ -17,3 +17,12 @@ def test_query_mirrors_the_sdk_signature() -> None:
         assert name in ours, name
         assert ours[name].kind == param.kind
         assert ours[name].default == param.default
+
+
+def test_lazily_loaded_packages_resolve_every_name() -> None:
+    import gateway.audit
+    import gateway.telemetry
+
+    for module in (gateway.audit, gateway.telemetry):
+        for name in module.__all__:
+            assert getattr(module, name) is not None, f"{module.__name__}.{name}"

@@ -15,9 +15,11 @@ from gateway.archive.capture import SessionFile, open_confined, session_files, s
 from gateway.archive.config import CompactionSettings
 from gateway.archive.manifest import ArchiveFacts, FileRecord, build_manifest
 from gateway.archive.redact import Redactor, redaction_rules
+from gateway.archive.sealing import Sealing
 from gateway.archive.store import ArchiveStore
 from gateway.archive.streaming import archive_stream
 from gateway.errors import ArchiveError
+from gateway.integrity.keys import FROM_ENV, KeyChoice, resolve_keys
 from gateway.settings import claude_projects_root
 from gateway.types import CompactRequest
 
@@ -36,11 +38,14 @@ def archive_session(
     *,
     projects_root: Path | None = None,
     now: Callable[[], str] = utc_now,
+    keys: KeyChoice = FROM_ENV,
 ) -> dict[str, Any]:
     """Archive the session's transcript (up to where it settled) and its side directories.
 
-    Returns the published manifest; `manifest["hash"]` is the archive id.
+    Returns the published manifest; `manifest["hash"]` is the archive id and `manifest["seq"]`
+    its position in the store's chain.
     """
+    key_set = resolve_keys(keys)  # a bad key file fails before anything is read
     if not request.transcript_path:
         raise ArchiveError("hook input has no transcript_path")
     root = projects_root if projects_root is not None else claude_projects_root()
@@ -66,7 +71,10 @@ def archive_session(
         redaction_rules=tuple(rule.id for rule in rules),
     )
     try:
-        manifest = store.append(lambda prev: build_manifest(facts, prev))
+        manifest = store.append(
+            lambda prev, position: build_manifest(facts, prev, position, key_set),
+            Sealing(key_set, facts.created_at),
+        )
     except OSError as exc:
         raise ArchiveError(f"cannot publish the archive in {store.location}: {exc}") from exc
     log.info(

@@ -12,9 +12,10 @@ from typing import BinaryIO, TextIO
 
 from gateway.archive.config import CompactionSettings
 from gateway.archive.manifest import transcript_object
-from gateway.archive.reader import copy_object, manifests, resolve, verify
+from gateway.archive.reader import copy_object, manifests, resolve, verify_store
 from gateway.archive.store import ArchiveStore, open_store
-from gateway.errors import ArchiveError, GatewayError
+from gateway.errors import ArchiveError, ChainError, GatewayError
+from gateway.integrity.checkpoint import checkpoint_summary
 
 EXIT_OK = 0
 EXIT_BROKEN = 1
@@ -60,6 +61,7 @@ def archive_show(
     def body(store: ArchiveStore) -> int:
         stdout = out or sys.stdout.buffer
         _, manifest = resolve(store, archive_id)
+        _vouch(store)
         stdout.write(json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n\n")
         digest = transcript_object(manifest)
         if digest is not None:
@@ -83,6 +85,7 @@ def archive_export(
 
     def body(store: ArchiveStore) -> int:
         entry, manifest = resolve(store, archive_id)
+        _vouch(store)
         target = Path(directory)
         target.mkdir(parents=True, exist_ok=True)
         (target / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
@@ -107,11 +110,16 @@ def archive_verify(
     """Every object's hash and the whole chain; exit 1 naming the first broken link."""
 
     def body(store: ArchiveStore) -> int:
-        count, broken = verify(store)
-        if broken is not None:
-            (err or sys.stderr).write(f"archive verify: FAILED at {broken}\n")
+        report = verify_store(store)
+        for note in report.notes:
+            (err or sys.stderr).write(f"archive verify: note: {note}\n")
+        if report.broken is not None:
+            (err or sys.stderr).write(f"archive verify: FAILED at {report.broken}\n")
             return EXIT_BROKEN
-        (out or sys.stdout).write(f"archive verify: OK, {count} archives in {store.location}\n")
+        (out or sys.stdout).write(
+            f"archive verify: OK, {report.count} archives in {store.location}"
+            f"{checkpoint_summary(report.checkpoint, report.keys)}\n"
+        )
         return EXIT_OK
 
     return _run(body, home, settings, err)
@@ -131,6 +139,17 @@ def _run(
     except OSError as exc:
         (err or sys.stderr).write(f"agent-gateway archive: {exc}\n")
         return 2
+
+
+def _vouch(store: ArchiveStore) -> None:
+    """Refuse to hand out an archive from a chain that does not hold (its manifests, MACs and
+    checkpoint; each object's own hash is checked as it is copied out)."""
+    broken = verify_store(store, objects=False).broken
+    if broken is not None:
+        raise ChainError(
+            f"the store fails verification at {broken}: not shown (run `archive verify`)",
+            position=broken.position,
+        )
 
 
 def _inside(root: Path, rel: str) -> Path:

@@ -35,3 +35,7 @@ class CompactionSettings(BaseModel):
     redact: tuple[RedactionRule, ...] = ()
     builtin_redaction: bool = False
     settle_timeout_s: float = Field(default=2.0, ge=0, le=30)
+    object_lock_days: int | None = Field(
+        default=None, ge=1, description="s3: Object Lock retention for everything written"
+    )
+    object_lock_mode: Literal["GOVERNANCE", "COMPLIANCE"] = "GOVERNANCE"

@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from gateway.archive.chain import ChainEntry, head_hash, next_seq
+from gateway.archive.sealing import CHECKPOINT_KEY, Sealing, next_checkpoint
 from gateway.archive.store import (
     ManifestBuilder,
     chain_key,
+    decode_checkpoint,
     decode_manifest,
     manifest_key,
     object_key,
@@ -106,17 +108,41 @@ class LocalStore:
                 found.append(ChainEntry(int(path.name), path.read_text().strip()))
         return sorted(found, key=lambda e: e.seq)
 
-    def append(self, build: ManifestBuilder) -> dict[str, Any]:
+    def append(self, build: ManifestBuilder, sealing: Sealing) -> dict[str, Any]:
         self._ensure()
         with open(self.root / "lock", "a+b") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
             entries = self.entries()
-            manifest = build(head_hash(entries))
+            manifest = build(head_hash(entries), len(entries) + 1)
             archive_id = str(manifest["hash"])
             self.write_atomic(manifest_key(archive_id), canonical_json(manifest) + b"\n")
             # The chain entry is the commit point: before it the archive is invisible.
-            self.write_atomic(chain_key(next_seq(entries)), f"{archive_id}\n".encode())
+            appended = ChainEntry(next_seq(entries), archive_id)
+            self.write_atomic(chain_key(appended.seq), f"{archive_id}\n".encode())
+            head = self.read_manifest(entries[-1].archive_id) if entries else None
+            checkpoint = next_checkpoint(
+                self.read_checkpoint(), entries, head, appended, self.location, sealing
+            )
+            self.write_atomic(CHECKPOINT_KEY, canonical_json(checkpoint) + b"\n")
         return manifest
+
+    def read_checkpoint(self) -> dict[str, Any] | None:
+        try:
+            data = (self.root / CHECKPOINT_KEY).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return decode_checkpoint(data)
+
+    @contextlib.contextmanager
+    def consistent(self) -> Iterator[None]:
+        try:
+            lock = open(self.root / "lock", "rb")  # noqa: SIM115  # held for the block
+        except OSError:  # never appended to (or unreadable): nothing to hold off
+            yield
+            return
+        with lock:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            yield
 
     def __repr__(self) -> str:
         return f"LocalStore({self.root})"

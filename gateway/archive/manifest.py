@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.hashchain import HASH_KEY, link
+from gateway.hashchain import HASH_KEY
+from gateway.integrity.keys import KeySet, sealed_link
 
 FORMAT = "agent-gateway.archive/1"
 
@@ -67,8 +68,11 @@ class ArchiveFacts:
     """Ids of every redaction rule that was active, matched or not."""
 
 
-def build_manifest(facts: ArchiveFacts, prev_hash: str) -> dict[str, Any]:
-    """The linked manifest; `manifest["hash"]` is the archive id."""
+def build_manifest(
+    facts: ArchiveFacts, prev_hash: str, position: int, keys: KeySet | None = None
+) -> dict[str, Any]:
+    """The linked (and with keys, MACed) manifest at a 1-based chain position;
+    `manifest["hash"]` is the archive id."""
     transcript = next((f for f in facts.files if f.role == "transcript"), None)
     body: dict[str, Any] = {
         "format": FORMAT,
@@ -85,8 +89,9 @@ def build_manifest(facts: ArchiveFacts, prev_hash: str) -> dict[str, Any]:
         "redaction_rules": list(facts.redaction_rules),
         "hook_input": dict(facts.hook_input),
         "files": [f.to_json() for f in facts.files],
+        "seq": position,
     }
-    return link(body, prev_hash)
+    return sealed_link(body, prev_hash, keys)
 
 
 def archive_id(manifest: Mapping[str, Any]) -> str:

@@ -4,6 +4,7 @@ Layout, the same keys in a directory or under an S3 prefix:
   objects/<ab>/<sha256>.zst   zstd frames, named by the sha256 of their decompressed bytes
   manifests/<archive id>.json one manifest per archive (its id is its own hash)
   chain/<seq, 12 digits>      the archive id at that position: the ordered, verifiable index
+  checkpoint.json             the archive count and head, rewritten after every append
 An archive becomes visible only when its chain entry is written, after its objects and manifest.
 """
 
@@ -17,10 +18,12 @@ from typing import Any, BinaryIO, Protocol
 
 from gateway.archive.chain import ChainEntry
 from gateway.archive.config import CompactionSettings
+from gateway.archive.sealing import Sealing
 from gateway.settings import gateway_home
 
-ManifestBuilder = Callable[[str], dict[str, Any]]
-"""Given the previous archive's hash, return the linked manifest to append."""
+ManifestBuilder = Callable[[str, int], dict[str, Any]]
+"""Given the previous archive's hash and the new one's 1-based position, return the linked
+manifest to append."""
 
 
 def object_key(digest: str) -> str:
@@ -38,6 +41,12 @@ def decode_manifest(data: bytes) -> dict[str, Any]:
     except ValueError:
         return {"unreadable": True}
     return value if isinstance(value, dict) else {"unreadable": True}
+
+
+def decode_checkpoint(data: bytes) -> dict[str, Any]:
+    """A stored checkpoint; {} when it is not a JSON object (verify says it is untrustworthy)."""
+    value = decode_manifest(data)
+    return {} if value.get("unreadable") is True else value
 
 
 def chain_key(seq: int) -> str:
@@ -70,8 +79,18 @@ class ArchiveStore(Protocol):
         """The chain index in order."""
         ...
 
-    def append(self, build: ManifestBuilder) -> dict[str, Any]:
-        """Atomically link a manifest after the current head and publish it; returns it."""
+    def append(self, build: ManifestBuilder, sealing: Sealing) -> dict[str, Any]:
+        """Atomically link a manifest after the current head and publish it, then move the
+        checkpoint; returns the manifest."""
+        ...
+
+    def read_checkpoint(self) -> dict[str, Any] | None:
+        """The store's checkpoint; None when there is none, {} when it is unreadable."""
+        ...
+
+    def consistent(self) -> AbstractContextManager[None]:
+        """Hold appends off (where the store can) while the chain index and checkpoint are
+        read together."""
         ...
 
 

@@ -1,97 +1,287 @@
-"""The audit log: one JSON object per line, each linked to the one before by hash.
+"""The audit log: one JSON object per line, each numbered (`seq`, 1-based), tagged with its
+chain's id and linked to the one before by hash, with a checkpoint beside it
+(`audit.jsonl.checkpoint`: the record count and the head hash).
 
-Appends take an exclusive fcntl lock, read only the tail of the file for the previous hash,
-and write the line with a single O_APPEND write, so concurrent hook processes keep one chain.
-A long-running process (the service) skips the tail read when the file is exactly as its own
-last append left it. Records reach the OS (page cache) before the caller answers; there is no
-fsync per record.
+An append takes an exclusive fcntl lock on the log, reads the checkpoint and the tail, writes
+the line with a single O_APPEND write and rewrites the checkpoint (one write, in place) before
+the lock is released, so concurrent hook processes keep one chain and a checkpoint that matches
+it; readers take the same lock, shared. A long-running process (the service) skips the reads
+when both files are exactly as its own last append left them. With AGENT_GATEWAY_AUDIT_KEY_FILE
+set, records and checkpoints carry a MAC. Records reach the OS (page cache) before the caller
+answers; there is no fsync per record.
+
+When an append finds the log and its checkpoint disagreeing (cut, emptied, edited, or the
+checkpoint deleted, forged or rolled back), it still records the decision, and the next
+checkpoint carries an alarm saying what was found, which every later checkpoint keeps: the
+damage stays visible to `audit verify` however many appends follow.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from gateway.hashchain import GENESIS, HASH_KEY, first_broken_link, link
+from gateway.archive.redact import Redactor
+from gateway.audit.record import decision_record
+from gateway.hashchain import GENESIS, HASH_KEY, PREV_KEY
+from gateway.integrity.checkpoint import checkpoint_line, checkpoint_problem, make_alarm
+from gateway.integrity.keys import FROM_ENV, KeyChoice, KeySet, resolve_keys, sealed_line
 from gateway.settings import gateway_home
 from gateway.types import Decision, ToolCall
 
 _TAIL_CHUNK = 4096
+_PAD_LIMIT = 64 * 1024
+"""A checkpoint is well under 1 KiB; a bigger file is never padded to."""
+CHECKPOINT_SUFFIX = ".checkpoint"
+SEQ = "seq"
+CHAIN = "chain"
 
 
 def audit_path() -> Path:
-    return gateway_home() / "audit.jsonl"
+    return _audit_path(gateway_home())
 
 
-def decision_record(call: ToolCall, decision: Decision, *, now: datetime | None = None
-                    ) -> dict[str, Any]:
-    return {
-        "time": (now or datetime.now(UTC)).isoformat(timespec="microseconds"),
-        "session_id": call.session_id,
-        "prompt_id": call.prompt_id,
-        "tool_use_id": call.tool_use_id,
-        "agent_id": call.agent_id,
-        "tool": call.tool_name,
-        "decision": decision.kind,
-        "would_deny": decision.would_deny,
-        "rule_id": decision.rule_id,
-        "reason": decision.reason,
-        "policy": decision.policy_hash,
-        **({} if decision.self_protection else {"self_protection": "off"}),
-    }
+@functools.lru_cache(maxsize=16)
+def _audit_path(home: Path) -> Path:
+    return home / "audit.jsonl"
 
 
-def append_decision(call: ToolCall, decision: Decision, path: Path | None = None
-                    ) -> dict[str, Any]:
-    return append_record(decision_record(call, decision), path)
+@functools.lru_cache(maxsize=64)
+def checkpoint_path(log: Path) -> Path:
+    # Cached: the service derives it once per decision, and path arithmetic is not free.
+    return log.with_name(log.name + CHECKPOINT_SUFFIX)
 
 
-def append_record(record: Mapping[str, Any], path: Path | None = None) -> dict[str, Any]:
-    """Link `record` to the last one in the log and append it; returns the linked record."""
+def append_decision(
+    call: ToolCall,
+    decision: Decision,
+    path: Path | None = None,
+    *,
+    redactor: Redactor | None = None,
+    keys: KeyChoice = FROM_ENV,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Record one decision; returns the record as written (with `seq`, `hash`, `mac`).
+    `extra` adds fields (the service: the caller's tenant)."""
+    record = decision_record(call, decision, redactor=redactor)
+    return append_record({**record, **(extra or {})}, path, keys=keys)
+
+
+def append_record(
+    record: Mapping[str, Any], path: Path | None = None, *, keys: KeyChoice = FROM_ENV
+) -> dict[str, Any]:
+    """Number `record`, link it to the last one in the log, append it and move the checkpoint."""
+    key_set = resolve_keys(keys)  # a bad key file fails before anything is written
     target = path or audit_path()
     try:
         fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
     except FileNotFoundError:  # first record, or the directory was removed: create it
         target.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    key = str(target)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        before = os.fstat(fd)
-        key = str(target)
-        known = _TAILS.get(key)
-        # The file as this process left it (same inode, size and mtime): the last hash is
-        # the one it wrote, so the tail need not be read again. Any other writer changes
-        # the size, so the tail is read whenever someone else appended (or edited it).
-        prev = known[1] if known is not None and known[0] == _identity(before) else None
-        linked = link(record, prev if prev is not None else _last_hash(fd))
-        line = (json.dumps(linked, sort_keys=True, ensure_ascii=False) + "\n").encode()
+        now = datetime.now(UTC).isoformat(timespec="microseconds")
+        cp_file = checkpoint_path(target)
+        known = _STATE.get(key)
+        # Both files as this process left them: the head and count are the ones it wrote.
+        # Any other writer changes the log's size and the checkpoint's inode, so then both
+        # are read again.
+        if (
+            known is not None
+            and known.log == _identity(os.fstat(fd))
+            and known.checkpoint_file == _file_identity(cp_file)
+        ):
+            state, alarm = known, None
+        else:
+            state, alarm = _survey(fd, cp_file, key_set, known, now)
+        linked, body = sealed_line(
+            {**record, CHAIN: state.chain, SEQ: state.records + 1}, state.head, key_set
+        )
+        line = body + b"\n"
         written = os.write(fd, line)
-        if written == len(line):
-            _TAILS[key] = (_identity(os.fstat(fd)), str(linked[HASH_KEY]))
-        else:  # a short write (disk full): never trust the cache for this file again
-            _TAILS.pop(key, None)
+        if written != len(line):  # a short write (disk full)
             raise OSError(f"short write to {target}: {written} of {len(line)} bytes")
+        checkpoint, checkpoint_bytes = checkpoint_line(
+            chain=state.chain,
+            count=state.records + 1,
+            head=str(linked[HASH_KEY]),
+            time=now,
+            previous=state.checkpoint,
+            keys=key_set,
+            alarm=alarm,
+        )
+        _write_checkpoint(cp_file, checkpoint_bytes + b"\n")
+        _STATE[key] = _Tail(
+            log=_identity(os.fstat(fd)),
+            checkpoint_file=_file_identity(cp_file),
+            head=str(linked[HASH_KEY]),
+            records=state.records + 1,
+            chain=state.chain,
+            checkpoint=checkpoint,
+        )
         return linked
     except BaseException:
-        _TAILS.pop(str(target), None)
+        _STATE.pop(key, None)  # never trust the cache for this file after a failure
         raise
     finally:
         os.close(fd)  # closing releases the lock
 
 
 _Identity = tuple[int, int, int, int]
-_TAILS: dict[str, tuple[_Identity, str]] = {}
-"""Per audit file: its identity right after this process's last append, and that hash."""
+
+
+class _Tail(NamedTuple):
+    """Where a chain stands: its files' identities, head hash, count, id, checkpoint."""
+
+    log: _Identity | None
+    checkpoint_file: _Identity | None
+    head: str
+    records: int
+    chain: str
+    checkpoint: Mapping[str, Any] | None
+
+
+_STATE: dict[str, _Tail] = {}
+"""Per audit file: the chain as this process's last append left it."""
 
 
 def _identity(st: os.stat_result) -> _Identity:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _file_identity(path: Path) -> _Identity | None:
+    try:
+        return _identity(os.stat(path))
+    except FileNotFoundError:
+        return None
+
+
+def _survey(
+    fd: int, cp_file: Path, keys: KeySet | None, known: _Tail | None, now: str
+) -> tuple[_Tail, dict[str, Any] | None]:
+    """Read the log's tail and the checkpoint: where the chain stands, and any alarm."""
+    last = _last_line(fd)
+    tail = _parse(last)
+    if not last.strip():
+        head = GENESIS
+    elif tail is not None and isinstance(tail.get(HASH_KEY), str):
+        head = str(tail[HASH_KEY])
+    else:
+        # A damaged last line: link to its bytes so verify reports the damage, not this record.
+        head = hashlib.sha256(last).hexdigest()
+    checkpoint = read_checkpoint(cp_file)
+    chain = str((tail or {}).get(CHAIN) or (checkpoint or {}).get(CHAIN) or os.urandom(8).hex())
+    alarm: dict[str, Any] | None = None
+    problem = checkpoint_problem(checkpoint, keys) if checkpoint is not None else None
+
+    if checkpoint is None:
+        count = 0 if not last.strip() else _count_lines(fd)
+        if tail is not None and SEQ in tail:  # written by a gateway that kept a checkpoint
+            alarm = make_alarm(count, "the checkpoint was missing (deleted?) when the next "
+                               "record was appended", now)
+        return _Tail(None, None, head, count, chain, None), alarm
+    if problem is not None:
+        count = _count_lines(fd)
+        alarm = make_alarm(max(1, count), f"the checkpoint could not be trusted: {problem}", now)
+        return _Tail(None, None, head, count, chain, None), alarm
+
+    expected = int(checkpoint["count"])
+    seq = (tail or {}).get(SEQ, expected) if expected else 0
+    if checkpoint.get("head") == head and seq == expected:
+        count = expected
+        if known is not None and known.checkpoint is not None and known.chain == chain:
+            mine = int(known.checkpoint.get("seq", 0))
+            if int(checkpoint["seq"]) < mine:
+                alarm = make_alarm(
+                    count + 1,
+                    f"checkpoint #{checkpoint['seq']} found where this writer had written "
+                    f"#{mine}: an older checkpoint was put back (records after "
+                    f"{count} removed)",
+                    now,
+                )
+    elif _finished_by_key_holder(tail, checkpoint, keys):
+        count = expected + 1  # a writer stopped between its record and its checkpoint
+    else:
+        count = _count_lines(fd)
+        at = min(count, expected) + 1 if count != expected else max(1, expected)
+        alarm = make_alarm(
+            at,
+            f"the log held {count} records where checkpoint #{checkpoint['seq']} counted "
+            f"{expected} (cut, emptied, edited or added to behind the gateway's back)",
+            now,
+        )
+    return _Tail(None, None, head, count, chain, checkpoint), alarm
+
+
+def _finished_by_key_holder(
+    tail: Mapping[str, Any] | None, checkpoint: Mapping[str, Any], keys: KeySet | None
+) -> bool:
+    """One record past the checkpoint, linked to its head and sealed with a known key: only a
+    key holder wrote it, and it was stopped before moving the checkpoint."""
+    return (
+        keys is not None
+        and tail is not None
+        and tail.get(PREV_KEY) == checkpoint.get("head")
+        and tail.get(SEQ) == int(checkpoint["count"]) + 1
+        and keys.check(tail) is None
+    )
+
+
+def read_checkpoint(path: Path) -> dict[str, Any] | None:
+    """The checkpoint beside a log; None when there is none, {} when it is unreadable."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return {}
+    value = _parse(data)
+    return value if value is not None else {}
+
+
+def _write_checkpoint(path: Path, data: bytes) -> None:
+    """Rewrite the checkpoint with one write, in place, under the log's lock (which every
+    reader, appender or `verify`, takes). Shorter content is padded with spaces (JSON allows
+    them) so no truncation is ever visible. A temp file and rename would cost ~240 us per
+    decision on ext4, which flushes a file renamed over another."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        size = os.fstat(fd).st_size
+        if size > _PAD_LIMIT:  # not one this gateway wrote: start it over (still under lock)
+            os.ftruncate(fd, 0)
+        elif len(data) < size:
+            data = data[:-1] + b" " * (size - len(data)) + b"\n"
+        if os.pwrite(fd, data, 0) != len(data):
+            raise OSError(f"short write to {path}")
+    finally:
+        os.close(fd)
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _count_lines(fd: int) -> int:
+    """Records in the log (a last line without its newline counts): read only when the
+    checkpoint cannot say, i.e. on a first append or after damage."""
+    count, pos, last = 0, 0, b"\n"
+    while chunk := os.pread(fd, 1 << 20, pos):
+        count += chunk.count(b"\n")
+        pos += len(chunk)
+        last = chunk[-1:]
+    return count + (0 if last == b"\n" else 1)
 
 
 def _last_line(fd: int) -> bytes:
@@ -106,32 +296,3 @@ def _last_line(fd: int) -> bytes:
         if cut >= 0:
             return body[cut + 1 :]
     return tail.rstrip(b"\n")
-
-
-def _last_hash(fd: int) -> str:
-    last = _last_line(fd)
-    if not last.strip():
-        return GENESIS
-    try:
-        value = json.loads(last).get(HASH_KEY)
-        if isinstance(value, str):
-            return value
-    except (ValueError, AttributeError):
-        pass
-    # A damaged last line: link to its bytes so verify reports the damage, not this record.
-    return hashlib.sha256(last).hexdigest()
-
-
-def verify(path: Path | str | None = None) -> tuple[int, str] | None:
-    """The first broken link as (record index, description), or None when the chain holds."""
-    records: list[dict[str, Any]] = []
-    with open(path or audit_path(), encoding="utf-8") as handle:
-        for index, line in enumerate(handle):
-            try:
-                record = json.loads(line)
-            except ValueError:
-                return index, f"record {index}: not valid JSON"
-            if not isinstance(record, dict):
-                return index, f"record {index}: not a JSON object"
-            records.append(record)
-    return first_broken_link(records)

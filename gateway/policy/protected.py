@@ -22,7 +22,7 @@ def protected_paths(policy_paths: Sequence[str]) -> Protected:
     secrets = [str(cache_secret_path()), *tokens_files()]
     key = audit_key_file()
     if key:
-        secrets.append(key)
+        secrets.append(str(key))
     return Protected(
         gateway_home=str(home),
         policy_files=tuple(_with_real(policy_paths)),

@@ -7,8 +7,9 @@ parse in a thread stalls every other request of the process. A worker process ca
 niced when its job runs long and killed when the decision budget is spent.
 
 Requests are `(kind, layers, body, audit_extra)`; `body` is the hook input's JSON bytes.
-Replies are `("ok", Decision | None, answer)` or `("unloadable", message)` when the caller's
-policy layers do not load, or `("error", message)`.
+Replies are `("ok", Decision | None, answer, records)` (the audit records written, for the
+server to export as log records: the OpenTelemetry SDK lives there), `("unloadable",
+message)` when the caller's policy layers do not load, or `("error", message)`.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def worker_main(conn: Connection, init: WorkerInit) -> None:
     engines: dict[tuple[str, ...], Engine] = {}
     for layers in init.warm:
         with contextlib.suppress(GatewayError):  # reported when a request needs these layers
-            engines[layers] = Engine(layers, audit_log=_path(init.audit_log))
+            engines[layers] = _engine(layers, init)
 
     def handle(request: Request) -> Reply:
         kind, layers, body, extra = request
@@ -100,15 +101,16 @@ def _handle(
         if failed is not None and time.monotonic() - failed[0] < RETRY_LOAD_S:
             return ("unloadable", failed[1])
         try:
-            engine = engines[layers] = Engine(layers, audit_log=_path(init.audit_log))
+            engine = engines[layers] = _engine(layers, init)
         except GatewayError as exc:
             _FAILED[layers] = (time.monotonic(), " ".join(str(exc).split()))
             return ("unloadable", _FAILED[layers][1])
         _FAILED.pop(layers, None)
     data = json.loads(body)
     if kind == PRE_TOOL_USE:
+        _WRITTEN.records.clear()
         _, decision, answer = engine.pre_tool_use(data, audit_extra=extra)
-        return ("ok", decision, answer)
+        return ("ok", decision, answer, tuple(_WRITTEN.records))
     policy = engine.policy
     if policy is None:
         return ("ok", None, {})
@@ -122,6 +124,26 @@ def _handle(
 RETRY_LOAD_S = 0.5
 """Layers that did not load are tried again at most this often (as often as reloads)."""
 _FAILED: dict[tuple[str, ...], tuple[float, str]] = {}
+
+
+class _Written:
+    """Collects the audit records an engine writes during one job."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+
+    def decision(self, record: Mapping[str, Any]) -> None:
+        self.records.append(dict(record))
+
+    def archive(self, manifest: Mapping[str, Any], store: str) -> None:
+        """Workers never archive."""
+
+
+def _engine(layers: tuple[str, ...], init: WorkerInit) -> Engine:
+    return Engine(layers, audit_log=_path(init.audit_log), audit_export=_WRITTEN)
+
+
+_WRITTEN = _Written()
 
 
 def _path(value: str) -> Path | None:

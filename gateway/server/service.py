@@ -22,7 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gateway.audit.log import append_record, audit_path, decision_record
+from gateway.audit.log import append_record, audit_path
+from gateway.audit.record import decision_record
 from gateway.engine import Engine, deny
 from gateway.errors import GatewayError
 from gateway.hookio.parse import tool_call_from_input
@@ -43,6 +44,7 @@ from gateway.server.runs import (
 from gateway.server.tenancy import OwnerStoreError, Tenancy, valid_session_id
 from gateway.server.tracing import ServerTracer
 from gateway.server.workers import JobFailed, JobTimeout, WorkerPool
+from gateway.trail import AuditExport
 from gateway.types import Decision
 
 log = logging.getLogger("gateway.server")
@@ -98,10 +100,12 @@ class GatewayService:
         runs_roots: Sequence[str] = (),
         decision_budget_s: float = DEFAULT_DECISION_BUDGET_S,
         workers: int | None = None,
+        audit_export: AuditExport | None = None,
     ) -> None:
         self._paths = tuple(policy_paths)
         self._tracer = tracer
         self._audit_log = audit_log or audit_path()
+        self._audit_export = audit_export
         self._engines: dict[tuple[str, ...], Engine] = {}
         self._decided_layers: dict[tuple[str, ...], None] = {}
         self._unloadable: dict[tuple[str, ...], str] = {}
@@ -138,7 +142,9 @@ class GatewayService:
         layers = self._layers(caller)
         engine = self._engines.get(layers)
         if engine is None:
-            engine = self._engines[layers] = Engine(layers, audit_log=self._audit_log)
+            engine = self._engines[layers] = Engine(
+                layers, audit_log=self._audit_log, audit_export=self._audit_export
+            )
         return engine
 
     def _layers(self, caller: Caller) -> tuple[str, ...]:
@@ -208,6 +214,9 @@ class GatewayService:
             log.error("decision failed: %s", reply[1])
             return await self._deny(body, caller, f"agent-gateway could not decide: {reply[1]}")
         decision, answer = reply[1], reply[2]
+        if self._audit_export is not None:
+            for record in reply[3]:
+                self._audit_export.decision(record)
         self._unloadable.pop(self._layers(caller), None)
         if decision.kind == "deny" and self._tracer is not None:
             self._traced(self._tracer.on_tool_denied, body, decision)
@@ -232,7 +241,9 @@ class GatewayService:
                 "PreToolUse", body, caller.name, decision="deny", reason=decision.reason,
                 rule_id=decision.rule_id,
             )
-        append_record({**record, "tenant": caller.name}, self._audit_log)
+        written = append_record({**record, "tenant": caller.name}, self._audit_log)
+        if self._audit_export is not None:
+            self._audit_export.decision(written)
 
     async def _recompute(self, raw: bytes, caller: Caller) -> Decision | None:
         """The PreToolUse decision again (for the tool span), in the same workers."""

@@ -24,14 +24,13 @@ from gateway.telemetry import attributes as A
 from gateway.telemetry.chat import ChatRequestMeta, chat_span_from_sse
 from gateway.telemetry.compaction import Compaction, compaction_spec
 from gateway.telemetry.content import ContentPolicy
-from gateway.telemetry.ids import DeterministicIds
+from gateway.telemetry.ids import DeterministicIds, session_root, session_tool
 from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec
 from gateway.telemetry.pricing import PriceTable
 from gateway.telemetry.tools import ToolCallState, tool_attributes, tool_status
 from gateway.types import Decision
 
 AGENT_NAME = "claude-code"
-ROOT_KIND, ROOT_KEY = "invoke_agent", "root"
 TRANSCRIPT_HEAD_BYTES = 256 * 1024
 
 
@@ -40,8 +39,7 @@ class SpanExport(Protocol):
 
 
 def root_ref(session_id: str) -> SpanRef:
-    ids = DeterministicIds(session_id)
-    return SpanRef(ids.trace_id, ids.span_id(ROOT_KIND, ROOT_KEY))
+    return session_root(session_id)
 
 
 class ServerTracer:
@@ -174,12 +172,11 @@ class ServerTracer:
         tool_use_id = str(body.get("tool_use_id") or "")
         if not session_id or not tool_use_id:
             return
-        ids = DeterministicIds(session_id)
         name = str(body.get("tool_name") or "")
         tool = ToolCallState(
             tool_use_id=tool_use_id,
             name=name,
-            span_id=ids.span_id("execute_tool", tool_use_id),
+            span_id=session_tool(session_id, tool_use_id).span_id,
             start_ns=start_ns,
             end_ns=end_ns,
             decision=decision,

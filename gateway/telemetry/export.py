@@ -13,6 +13,7 @@ retry backoff, which at the final flush would add about a second to every run.
 from __future__ import annotations
 
 import atexit
+import importlib
 import logging
 import os
 import signal
@@ -71,7 +72,7 @@ class ExportSettings:
     """Probe the collector with a TCP connect before exporting (off behind a proxy)."""
 
 
-def _resource_attributes(env: Mapping[str, str]) -> dict[str, str]:
+def resource_attributes(env: Mapping[str, str]) -> dict[str, str]:
     attrs: dict[str, str] = {}
     for item in (env.get("OTEL_RESOURCE_ATTRIBUTES") or "").split(","):
         key, sep, value = item.partition("=")
@@ -82,34 +83,48 @@ def _resource_attributes(env: Mapping[str, str]) -> dict[str, str]:
     return attrs
 
 
-def _endpoint(env: Mapping[str, str], protocol: str) -> str:
-    specific = (env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or "").strip()
+def otlp_endpoint(env: Mapping[str, str], protocol: str, signal: str = "traces") -> str:
+    """The standard endpoint rules: the signal's own variable as is, else the base one plus
+    `/v1/{signal}` for HTTP."""
+    specific = (env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT") or "").strip()
     if specific:
         return specific
     base = (env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "").strip()
     if protocol == "grpc":
         return base or "http://localhost:4317"
-    return (base or "http://localhost:4318").rstrip("/") + "/v1/traces"
+    return (base or "http://localhost:4318").rstrip("/") + f"/v1/{signal}"
 
 
-def export_settings(env: Mapping[str, str], home: Path) -> ExportSettings:
-    """Read the standard OTEL_* variables (and nothing else) into settings: pure."""
-    raw = (env.get("OTEL_TRACES_EXPORTER") or "").strip().lower()
-    if raw:
-        names = tuple(n.strip() for n in raw.split(",") if n.strip())
-        for name in names:
-            if name not in EXPORTERS:
-                raise ConfigError(
-                    f"OTEL_TRACES_EXPORTER: unsupported exporter {name!r} "
-                    f"(expected one of {', '.join(EXPORTERS)})"
-                )
-        exporters = tuple(n for n in names if n != "none")
-    elif env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
-        exporters = ("otlp",)
-    else:
-        exporters = (FILE,)
+def exporter_names(env: Mapping[str, str], variable: str) -> tuple[str, ...] | None:
+    """The exporters OTEL_{TRACES,LOGS}_EXPORTER names (`none` dropped), None when unset."""
+    raw = (env.get(variable) or "").strip().lower()
+    if not raw:
+        return None
+    names = tuple(n.strip() for n in raw.split(",") if n.strip())
+    for name in names:
+        if name not in EXPORTERS:
+            raise ConfigError(
+                f"{variable}: unsupported exporter {name!r} "
+                f"(expected one of {', '.join(EXPORTERS)})"
+            )
+    return tuple(n for n in names if n != "none")
+
+
+def endpoint_given(env: Mapping[str, str], signal: str) -> bool:
+    return bool(
+        env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
+    )
+
+
+def otlp_transport(
+    env: Mapping[str, str], signal: str, exporters: Sequence[str]
+) -> tuple[str, str, float | None]:
+    """Protocol, endpoint and timeout of a signal's OTLP exporter (the signal's own variables
+    first); the timeout is ours unless a variable sets one."""
+    upper = signal.upper()
     protocol = (
-        env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        env.get(f"OTEL_EXPORTER_OTLP_{upper}_PROTOCOL")
         or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
         or "http/protobuf"
     ).strip()
@@ -118,19 +133,29 @@ def export_settings(env: Mapping[str, str], home: Path) -> ExportSettings:
             f"OTEL_EXPORTER_OTLP_PROTOCOL: unsupported protocol {protocol!r} "
             f"(expected one of {', '.join(PROTOCOLS)})"
         )
-    has_timeout = env.get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") or env.get(
+    has_timeout = env.get(f"OTEL_EXPORTER_OTLP_{upper}_TIMEOUT") or env.get(
         "OTEL_EXPORTER_OTLP_TIMEOUT"
     )
+    timeout = None if has_timeout else DEFAULT_EXPORT_TIMEOUT_S
+    return protocol, otlp_endpoint(env, protocol, signal), timeout
+
+
+def export_settings(env: Mapping[str, str], home: Path) -> ExportSettings:
+    """Read the standard OTEL_* variables (and nothing else) into settings: pure."""
+    exporters = exporter_names(env, "OTEL_TRACES_EXPORTER")
+    if exporters is None:
+        exporters = ("otlp",) if endpoint_given(env, "traces") else (FILE,)
+    protocol, endpoint, timeout = otlp_transport(env, "traces", exporters)
     return ExportSettings(
         exporters=exporters,
         protocol=protocol,
-        endpoint=_endpoint(env, protocol),
-        timeout_s=None if has_timeout else DEFAULT_EXPORT_TIMEOUT_S,
+        endpoint=endpoint,
+        timeout_s=timeout,
         span_file=span_file_path(home) if FILE in exporters else None,
         capture_content=capture_enabled(
             env.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
         ),
-        resource=_resource_attributes(env),
+        resource=resource_attributes(env),
         probe=not any(env.get(name) for name in PROXY_VARIABLES),
     )
 
@@ -154,9 +179,67 @@ def connection_refused(endpoint: str, timeout_s: float = PROBE_TIMEOUT_S) -> boo
         return False
 
 
+class Breaker:
+    """What guards an exporter: failures are counted, never raised; after one, batches are
+    dropped at once for `cooldown_s`, so a dead collector costs one timeout, not one per
+    batch. Until an export has succeeded, `refused()` (a TCP probe) may drop a batch at once."""
+
+    def __init__(
+        self,
+        *,
+        label: str,
+        what: str = "span",
+        cooldown_s: float = BREAKER_COOLDOWN_S,
+        clock: Callable[[], float] = time.monotonic,
+        refused: Callable[[], bool] | None = None,
+    ) -> None:
+        self.label = label
+        self.what = what
+        self.dropped = 0
+        self._refused = refused
+        self._healthy = False
+        self._cooldown_s = cooldown_s
+        self._clock = clock
+        self._open_until = 0.0
+        self._warned = False
+        self._lock = threading.Lock()
+
+    def run(self, count: int, send: Callable[[], bool]) -> bool:
+        """Call `send` (True on success) unless the breaker is open; count what is dropped."""
+        if self._clock() < self._open_until:
+            self._drop(count, None)
+            return False
+        reason: Exception | None = None
+        try:
+            if not self._healthy and self._refused is not None and self._refused():
+                reason, ok = ConnectionRefusedError("connection refused"), False
+            else:
+                ok = send()
+        except Exception as error:  # an exporter must never break the run
+            ok, reason = False, error
+        self._healthy = ok
+        if not ok:
+            self._open_until = self._clock() + self._cooldown_s
+            self._drop(count, reason)
+        return ok
+
+    def _drop(self, count: int, reason: Exception | None) -> None:
+        with self._lock:
+            self.dropped += count
+            first = not self._warned
+            self._warned = True
+        if first:
+            logger.warning(
+                "%s export to %s failed%s; dropping %ss while it is unreachable",
+                self.what,
+                self.label,
+                f" ({reason})" if reason else "",
+                self.what,
+            )
+
+
 class GuardedExporter(SpanExporter):
-    """Wraps an exporter: failures are counted, never raised; after one, batches are dropped
-    at once for `cooldown_s` so a dead collector costs one timeout, not one per batch."""
+    """A span exporter behind a `Breaker`."""
 
     def __init__(
         self,
@@ -168,46 +251,21 @@ class GuardedExporter(SpanExporter):
         refused: Callable[[], bool] | None = None,
     ) -> None:
         self.inner = inner
-        self._refused = refused
-        self._healthy = False
-        self.label = label
-        self.dropped = 0
-        self._cooldown_s = cooldown_s
-        self._clock = clock
-        self._open_until = 0.0
-        self._warned = False
-        self._lock = threading.Lock()
+        self.breaker = Breaker(label=label, cooldown_s=cooldown_s, clock=clock, refused=refused)
+
+    @property
+    def label(self) -> str:
+        return self.breaker.label
+
+    @property
+    def dropped(self) -> int:
+        return self.breaker.dropped
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        if self._clock() < self._open_until:
-            self._drop(len(spans), None)
-            return SpanExportResult.FAILURE
-        reason: Exception | None = None
-        try:
-            if not self._healthy and self._refused is not None and self._refused():
-                reason = ConnectionRefusedError("connection refused")
-                result = SpanExportResult.FAILURE
-            else:
-                result = self.inner.export(spans)
-        except Exception as error:  # an exporter must never break the run
-            result, reason = SpanExportResult.FAILURE, error
-        self._healthy = result is SpanExportResult.SUCCESS
-        if result is not SpanExportResult.SUCCESS:
-            self._open_until = self._clock() + self._cooldown_s
-            self._drop(len(spans), reason)
-        return result
-
-    def _drop(self, count: int, reason: Exception | None) -> None:
-        with self._lock:
-            self.dropped += count
-            first = not self._warned
-            self._warned = True
-        if first:
-            logger.warning(
-                "span export to %s failed%s; dropping spans while it is unreachable",
-                self.label,
-                f" ({reason})" if reason else "",
-            )
+        ok = self.breaker.run(
+            len(spans), lambda: self.inner.export(spans) is SpanExportResult.SUCCESS
+        )
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
         try:
@@ -219,20 +277,95 @@ class GuardedExporter(SpanExporter):
         return True
 
 
+_OTLP_EXPORTERS = {
+    ("traces", "grpc"): (
+        "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
+        "OTLPSpanExporter",
+    ),
+    ("traces", "http/protobuf"): (
+        "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+        "OTLPSpanExporter",
+    ),
+    ("logs", "grpc"): ("opentelemetry.exporter.otlp.proto.grpc._log_exporter", "OTLPLogExporter"),
+    ("logs", "http/protobuf"): (
+        "opentelemetry.exporter.otlp.proto.http._log_exporter",
+        "OTLPLogExporter",
+    ),
+}
+
+
+def otlp_exporter(signal: str, protocol: str, endpoint: str, timeout_s: float | None) -> Any:
+    """The OTLP exporter for a signal and protocol, imported only when used (gRPC is heavy)."""
+    module, name = _OTLP_EXPORTERS[(signal, protocol)]
+    exporter_class = getattr(importlib.import_module(module), name)
+    return exporter_class(endpoint=endpoint, timeout=timeout_s)
+
+
 def _otlp_exporter(settings: ExportSettings) -> SpanExporter:
-    if settings.protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-            OTLPSpanExporter as GrpcExporter,
-        )
-
-        return GrpcExporter(endpoint=settings.endpoint, timeout=settings.timeout_s)
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-    return OTLPSpanExporter(endpoint=settings.endpoint, timeout=settings.timeout_s)
+    exporter: SpanExporter = otlp_exporter(
+        "traces", settings.protocol, settings.endpoint, settings.timeout_s
+    )
+    return exporter
 
 
-class SpanSink:
+class Pipeline:
+    """What the span and log sinks share: a flush bounded in time, and a shutdown that happens
+    once, never hangs the process, and reports what was dropped."""
+
+    what = "item"
+    signal = "telemetry"
+
+    def __init__(self) -> None:
+        self._closed = False
+        self._lock = threading.Lock()
+
+    @property
+    def dropped(self) -> int:
+        return 0
+
+    def _force_flush(self, timeout_ms: int) -> bool:
+        return True
+
+    def _stop(self) -> None:
+        """Stop the SDK pipeline (called on a daemon thread)."""
+
+    def flush(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> bool:
+        """Export what is queued, waiting at most `timeout_s`; True when all went out."""
+        done = threading.Event()
+        ok: list[bool] = []
+
+        def run() -> None:
+            try:
+                ok.append(self._force_flush(int(timeout_s * 1000)))
+            finally:
+                done.set()
+
+        name = f"agent-gateway-{self.signal}-flush"
+        threading.Thread(target=run, name=name, daemon=True).start()
+        return done.wait(timeout_s) and all(ok)
+
+    def shutdown(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> None:
+        """Flush, stop the pipeline and report dropped items once."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        flushed = self.flush(timeout_s)
+        threading.Thread(target=self._stop, daemon=True).start()
+        if self.dropped or not flushed:
+            logger.warning(
+                "%d %s(s) dropped%s: the %s exporter was unreachable",
+                self.dropped,
+                self.what,
+                "" if flushed else " (and the final flush timed out)",
+                self.signal,
+            )
+
+
+class SpanSink(Pipeline):
     """Where finished span specs go. Thread-safe; `shutdown` is idempotent and bounded."""
+
+    what, signal = "span", "trace"
 
     def __init__(
         self,
@@ -242,12 +375,11 @@ class SpanSink:
         *,
         settings: ExportSettings | None = None,
     ) -> None:
+        super().__init__()
         self.settings = settings
         self._processors = list(processors)
         self._guards = list(guards)
         self._resource = resource
-        self._closed = False
-        self._lock = threading.Lock()
 
     @property
     def dropped(self) -> int:
@@ -265,35 +397,12 @@ class SpanSink:
             for processor in self._processors:
                 processor.on_end(span)
 
-    def flush(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> bool:
-        """Export what is queued, waiting at most `timeout_s`; True when all went out."""
-        done = threading.Event()
-        ok: list[bool] = []
+    def _force_flush(self, timeout_ms: int) -> bool:
+        return all([p.force_flush(timeout_ms) for p in self._processors])
 
-        def run() -> None:
-            try:
-                ok.extend(p.force_flush(int(timeout_s * 1000)) for p in self._processors)
-            finally:
-                done.set()
-
-        threading.Thread(target=run, name="agent-gateway-span-flush", daemon=True).start()
-        return done.wait(timeout_s) and all(ok)
-
-    def shutdown(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> None:
-        """Flush, stop the pipeline and report dropped spans once."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        flushed = self.flush(timeout_s)
+    def _stop(self) -> None:
         for processor in self._processors:
-            threading.Thread(target=processor.shutdown, daemon=True).start()
-        if self.dropped or not flushed:
-            logger.warning(
-                "%d span(s) dropped%s: the trace exporter was unreachable",
-                self.dropped,
-                "" if flushed else " (and the final flush timed out)",
-            )
+            processor.shutdown()
 
 
 def open_span_sink(settings: ExportSettings) -> SpanSink:

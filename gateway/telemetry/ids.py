@@ -94,3 +94,21 @@ def traceparent_for(ref: SpanRef) -> dict[str, str]:
     if ref.trace_state:
         env["TRACESTATE"] = ref.trace_state
     return env
+
+
+ROOT_SPAN = ("invoke_agent", "root")
+"""(kind, key) of a trace's root span."""
+TOOL_SPAN_KIND = "execute_tool"
+"""Kind of a tool call's span; its key is the tool_use_id."""
+
+
+def session_root(session_id: str) -> SpanRef:
+    """Behind `serve`: the root span of a session's trace, the same on every replica."""
+    ids = DeterministicIds(session_id)
+    return SpanRef(ids.trace_id, ids.span_id(*ROOT_SPAN))
+
+
+def session_tool(session_id: str, tool_use_id: str) -> SpanRef:
+    """Behind `serve`: a tool call's span in its session's trace."""
+    ids = DeterministicIds(session_id)
+    return SpanRef(ids.trace_id, ids.span_id(TOOL_SPAN_KIND, tool_use_id))

@@ -29,7 +29,13 @@ from gateway.telemetry import attributes as A
 from gateway.telemetry.chat import ChatAccumulator, chat_attributes, chat_span_name
 from gateway.telemetry.compaction import Compaction, compaction_spec
 from gateway.telemetry.content import ContentPolicy
-from gateway.telemetry.ids import IdSource, RandomIds, parse_traceparent
+from gateway.telemetry.ids import (
+    ROOT_SPAN,
+    TOOL_SPAN_KIND,
+    IdSource,
+    RandomIds,
+    parse_traceparent,
+)
 from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec, SpanStatus
 from gateway.telemetry.pricing import PriceTable, load_price_table
 from gateway.telemetry.result import result_attributes, result_status
@@ -97,7 +103,7 @@ class TraceBuilder:
         self._start_ns = start_ns
         self._trace_id = parent.trace_id if parent is not None else ids.trace_id
         self._trace_state = parent.trace_state if parent is not None else ""
-        self._root_id = ids.span_id("invoke_agent", "root")
+        self._root_id = ids.span_id(*ROOT_SPAN)
         self.session_id = session_id
         self._model = ""
         self._version = ""
@@ -133,6 +139,10 @@ class TraceBuilder:
     def root(self) -> SpanRef:
         """The root span's place, known from the start: pass it on with `traceparent_for`."""
         return SpanRef(self._trace_id, self._root_id, self._trace_state)
+
+    def tool_ref(self, tool_use_id: str) -> SpanRef:
+        """Where a tool call's span is (or will be): its id is fixed at the first ask."""
+        return SpanRef(self._trace_id, self._ids.span_id(TOOL_SPAN_KIND, tool_use_id))
 
     # --- inputs ----------------------------------------------------------------------------
     def feed(self, message: Mapping[str, Any], at_ns: int) -> list[SpanSpec]:
@@ -381,7 +391,7 @@ class TraceBuilder:
             end_ns=at_ns,
         )
         ctx.turns += 1
-        parent = self._root_id if context == MAIN else self._ids.span_id("execute_tool", context)
+        parent = self._root_id if context == MAIN else self._ids.span_id(TOOL_SPAN_KIND, context)
         turn = _Turn(
             index=ctx.turns,
             context=context,
@@ -404,7 +414,7 @@ class TraceBuilder:
             tool = ToolCallState(
                 tool_use_id=tool_use_id,
                 name=name,
-                span_id=self._ids.span_id("execute_tool", tool_use_id),
+                span_id=self._ids.span_id(TOOL_SPAN_KIND, tool_use_id),
                 start_ns=at_ns,
             )
             self._tools[tool_use_id] = tool

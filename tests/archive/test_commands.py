@@ -83,7 +83,7 @@ def test_verify_ok_and_broken(archives: list[dict[str, Any]], home: Path) -> Non
     os.unlink(home / "archive" / chain_key(0))
     code, _, err = run(archive_verify, home)
     assert code == 1
-    assert err.startswith("archive verify: FAILED at archive #0") and len(err.splitlines()) == 1
+    assert err.startswith("archive verify: FAILED at archive 1") and len(err.splitlines()) == 1
 
 
 def test_errors_are_one_line(tmp_path: Path) -> None:

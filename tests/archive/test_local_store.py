@@ -204,7 +204,7 @@ def test_flipped_byte_in_an_object_fails(store: LocalStore, three: list[dict[str
     data[len(data) // 2] ^= 0x01
     path.write_bytes(bytes(data))
     count, broken = verify(store)
-    assert count == 1 and broken is not None and broken.seq == 1
+    assert count == 1 and broken is not None and broken.position == 2
     assert "corrupted" in broken.reason
 
 
@@ -212,20 +212,20 @@ def test_flipped_byte_in_a_manifest_fails(store: LocalStore, three: list[dict[st
     path = store.root / manifest_key(three[2]["hash"])
     path.write_bytes(path.read_bytes().replace(b'"trigger":"manual"', b'"trigger":"manuel"'))
     _, broken = verify(store)
-    assert broken is not None and broken.seq == 2 and "edited" in broken.reason
+    assert broken is not None and broken.position == 3 and "edited" in broken.reason
 
 
 def test_missing_object_fails(store: LocalStore, three: list[dict[str, Any]]) -> None:
     os.unlink(store.root / object_key(three[0]["files"][0]["object"]))
     _, broken = verify(store)
-    assert broken is not None and broken.seq == 0 and "missing" in broken.reason
+    assert broken is not None and broken.position == 1 and "missing" in broken.reason
 
 
 def test_deleted_archive_fails(store: LocalStore, three: list[dict[str, Any]]) -> None:
     os.unlink(store.root / chain_key(1))
     os.unlink(store.root / manifest_key(three[1]["hash"]))
     _, broken = verify(store)
-    assert broken is not None and broken.seq == 1 and "deleted" in broken.reason
+    assert broken is not None and broken.position == 2 and "deleted" in broken.reason
 
 
 def test_deleted_and_renumbered_archive_fails(
@@ -233,7 +233,7 @@ def test_deleted_and_renumbered_archive_fails(
 ) -> None:
     os.replace(store.root / chain_key(2), store.root / chain_key(1))
     _, broken = verify(store)
-    assert broken is not None and broken.seq == 1 and "prev_hash" in broken.reason
+    assert broken is not None and broken.position == 2 and "prev_hash" in broken.reason
 
 
 def test_swapped_archives_fail(store: LocalStore, three: list[dict[str, Any]]) -> None:
@@ -242,7 +242,7 @@ def test_swapped_archives_fail(store: LocalStore, three: list[dict[str, Any]]) -
     a.write_bytes(data_b)
     b.write_bytes(data_a)
     _, broken = verify(store)
-    assert broken is not None and broken.seq == 0 and "prev_hash" in broken.reason
+    assert broken is not None and broken.position == 1 and "prev_hash" in broken.reason
 
 
 def test_unwritable_store_is_an_archive_error(

@@ -37,15 +37,15 @@ def chain(n: int) -> tuple[list[ChainEntry], dict[str, dict[str, Any]]]:
     entries: list[ChainEntry] = []
     manifests: dict[str, dict[str, Any]] = {}
     for i in range(n):
-        m = build_manifest(facts(f"s{i}"), head_hash(entries))
+        m = build_manifest(facts(f"s{i}"), head_hash(entries), i + 1)
         entries.append(ChainEntry(next_seq(entries), archive_id(m)))
         manifests[archive_id(m)] = m
     return entries, manifests
 
 
 def test_manifest_fields_and_hash() -> None:
-    m = build_manifest(facts(), GENESIS)
-    assert m["prev_hash"] == GENESIS
+    m = build_manifest(facts(), GENESIS, 1)
+    assert m["prev_hash"] == GENESIS and m["seq"] == 1 and "mac" not in m
     assert m["hash"] == record_hash(m)
     assert m["offset"] == 10 and m["lines"] == 2
     assert m["files"][0]["sha256"] == "a" * 64 and m["files"][0]["object"] == "b" * 64
@@ -66,21 +66,21 @@ def test_edited_manifest_breaks_its_link() -> None:
     entries, manifests = chain(4)
     manifests[entries[2].archive_id]["trigger"] = "manual"
     broken = first_break(entries, manifests)
-    assert broken is not None and broken.seq == 2 and "edited" in broken.reason
+    assert broken is not None and broken.position == 3 and "edited" in broken.reason
 
 
 def test_missing_manifest() -> None:
     entries, manifests = chain(3)
     del manifests[entries[1].archive_id]
     broken = first_break(entries, manifests)
-    assert broken is not None and broken.seq == 1 and "missing" in broken.reason
+    assert broken is not None and broken.position == 2 and "missing" in broken.reason
 
 
 def test_deleted_archive_in_the_middle() -> None:
     entries, manifests = chain(4)
     del entries[1]
     broken = first_break(entries, manifests)
-    assert broken is not None and broken.seq == 1 and "deleted" in broken.reason
+    assert broken is not None and broken.position == 2 and "deleted" in broken.reason
 
 
 def test_deleted_and_renumbered() -> None:
@@ -88,7 +88,7 @@ def test_deleted_and_renumbered() -> None:
     kept = [entries[0], *entries[2:]]
     renumbered = [ChainEntry(i, e.archive_id) for i, e in enumerate(kept)]
     broken = first_break(renumbered, manifests)
-    assert broken is not None and broken.seq == 1 and "prev_hash" in broken.reason
+    assert broken is not None and broken.position == 2 and "prev_hash" in broken.reason
 
 
 def test_swapped_archives() -> None:
@@ -100,5 +100,5 @@ def test_swapped_archives() -> None:
         entries[3],
     ]
     broken = first_break(swapped, manifests)
-    assert broken is not None and broken.seq == 1
-    assert str(broken).startswith("archive #1 (")
+    assert broken is not None and broken.position == 2
+    assert str(broken).startswith("archive 2 (")

@@ -10,13 +10,16 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from gateway.archive.archiver import archive_session
 from gateway.archive.config import CompactionSettings
-from gateway.archive.reader import copy_object, verify
-from gateway.archive.store import chain_key, object_key, open_store
+from gateway.archive.reader import copy_object, verify, verify_store, version_breaks
+from gateway.archive.store import chain_key, manifest_key, object_key, open_store
 from gateway.errors import ArchiveError, ConfigError
+from gateway.hashchain import canonical_json, link
 from tests.archive.conftest import Session, jsonl
+from tests.audit.tamper import KEY
 
 moto_server = pytest.importorskip(
     "moto.server", reason="moto[server] is not installed: the S3 store needs an S3 server"
@@ -95,12 +98,12 @@ def test_tampering_is_detected(
     data[-6] ^= 0xFF
     store.client.put_object(Bucket=BUCKET, Key=key, Body=bytes(data))
     _, broken = verify(store)
-    assert broken is not None and broken.seq == 1 and "corrupted" in broken.reason
+    assert broken is not None and broken.position == 2 and "corrupted" in broken.reason
 
     store.client.delete_object(Bucket=BUCKET, Key=store.prefix + chain_key(2))
     store.client.put_object(Bucket=BUCKET, Key=store.prefix + chain_key(1), Body=ms[2]["hash"])
     _, broken = verify(store)
-    assert broken is not None and broken.seq == 1 and "prev_hash" in broken.reason
+    assert broken is not None and broken.position == 2 and "prev_hash" in broken.reason
 
 
 def test_concurrent_appends_never_overwrite(
@@ -155,3 +158,73 @@ def test_missing_bucket_is_an_archive_error(
 def test_bucket_is_required() -> None:
     with pytest.raises(ConfigError, match=r"compaction\.bucket"):
         open_store(CompactionSettings(store="s3"))
+
+
+def test_checkpoint_beside_the_chain(
+    make_session: Callable[..., Session], s3_settings: CompactionSettings
+) -> None:
+    store: Any = open_store(s3_settings)
+    ms = [archive_session(make_session(jsonl({"n": i}), extras=False).request(), s3_settings,
+                          "", store, keys=KEY) for i in range(3)]
+    checkpoint = store.read_checkpoint()
+    assert checkpoint["count"] == 3 and checkpoint["head"] == ms[2]["hash"]
+    assert checkpoint["key_id"] == KEY.signing.id
+    assert verify(store, KEY) == (3, None)
+    store.client.delete_object(Bucket=BUCKET, Key=store.prefix + chain_key(2))
+    store.client.delete_object(Bucket=BUCKET, Key=store.prefix + manifest_key(ms[2]["hash"]))
+    _, broken = verify(store, KEY)
+    assert broken is not None and broken.position == 3 and broken.reason.startswith("missing")
+
+
+def test_a_forged_manifest_fails_its_mac(
+    make_session: Callable[..., Session], s3_settings: CompactionSettings
+) -> None:
+    store: Any = open_store(s3_settings)
+    ms = [archive_session(make_session(jsonl({"n": i}), extras=False).request(), s3_settings,
+                          "", store, keys=KEY) for i in range(2)]
+    body = {k: v for k, v in ms[1].items() if k not in ("hash", "prev_hash", "mac")}
+    forged = link({**body, "trigger": "auto"}, ms[1]["prev_hash"])
+    store.client.put_object(Bucket=BUCKET, Key=store.prefix + manifest_key(forged["hash"]),
+                            Body=canonical_json(forged))
+    store.client.put_object(Bucket=BUCKET, Key=store.prefix + chain_key(1), Body=forged["hash"])
+    _, broken = verify(store, KEY)
+    assert broken is not None and broken.position == 2 and "no MAC" in broken.reason
+
+
+def test_object_lock_keeps_what_a_deletion_or_a_replay_hides(
+    make_session: Callable[..., Session], s3_settings: CompactionSettings
+) -> None:
+    settings = s3_settings.model_copy(update={"bucket": "locked", "object_lock_days": 1})
+    store: Any = open_store(settings)
+    with contextlib.suppress(store.client.exceptions.BucketAlreadyOwnedByYou):
+        store.client.create_bucket(Bucket="locked", ObjectLockEnabledForBucket=True)
+    ms = [archive_session(make_session(jsonl({"n": i}), extras=False).request(), settings,
+                          "", store, keys=KEY) for i in range(3)]
+    assert verify(store, KEY) == (3, None)
+    key = store.prefix + chain_key(2)
+    head = store.client.head_object(Bucket="locked", Key=key)
+    assert head["ObjectLockMode"] == "GOVERNANCE"
+    version, until = head["VersionId"], head["ObjectLockRetainUntilDate"]
+    with pytest.raises(ClientError):  # the locked version itself cannot go
+        store.client.delete_object(Bucket="locked", Key=key, VersionId=version)
+    # A replayed older checkpoint is only a newer version over the history...
+    old = store.client.list_object_versions(
+        Bucket="locked", Prefix=store.prefix + "checkpoint.json"
+    )["Versions"]
+    second = old[1]  # listed newest first: checkpoint #2
+    body = store.client.get_object(Bucket="locked", Key=store.prefix + "checkpoint.json",
+                                   VersionId=second["VersionId"])["Body"].read()
+    # ...and deleting the newest archive only adds delete markers: the exact replay (chain and
+    # checkpoint agree again) that nothing in the current view can show.
+    store.client.delete_object(Bucket="locked", Key=key)
+    store.client.delete_object(Bucket="locked", Key=store.prefix + manifest_key(ms[2]["hash"]))
+    store.client.put_object(Bucket="locked", Key=store.prefix + "checkpoint.json", Body=body,
+                            ObjectLockMode="GOVERNANCE",
+                            ObjectLockRetainUntilDate=until)
+    report = verify_store(store, KEY)
+    assert report.broken is not None and report.broken.position == 3
+    assert "checkpoint rolled back" in report.broken.reason or "delete marker" in (
+        report.broken.reason
+    )
+    found = {b.reason.split(" (")[0].split(":")[0] for b in version_breaks(store)}
+    assert found == {"chain entry deleted", "checkpoint rolled back"}

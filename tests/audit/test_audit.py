@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gateway.audit import append_decision, append_record, verify
-from gateway.policy_commands import audit_verify
+from gateway.audit.commands import audit_verify
 from gateway.types import Decision, ToolCall
 
 
@@ -27,7 +27,11 @@ def test_record_fields_and_intact_chain(tmp_path: Path) -> None:
     records = [json.loads(line) for line in _lines(path)]
     assert set(records[0]) == {"time", "session_id", "prompt_id", "tool_use_id", "agent_id",
                                "tool", "decision", "would_deny", "rule_id", "reason", "policy",
+                               "input", "input_sha256", "input_bytes", "chain", "seq",
                                "prev_hash", "hash"}
+    assert [r["seq"] for r in records] == [1, 2, 3]
+    assert len({r["chain"] for r in records}) == 1
+    assert records[2]["input"] == {"command": "echo 2"}
     assert records[1]["prev_hash"] == records[0]["hash"]
     assert verify(path) is None
 
@@ -38,7 +42,7 @@ def test_edited_record_is_detected(tmp_path: Path) -> None:
     lines = _lines(path)
     lines[1] = lines[1].replace('"deny"', '"allow"')
     path.write_text("".join(lines))
-    assert verify(path) == (1, "record 1: hash does not match its contents")
+    assert verify(path) == (2, "record 2: hash does not match its contents")
 
 
 def test_deleted_record_is_detected(tmp_path: Path) -> None:
@@ -48,7 +52,7 @@ def test_deleted_record_is_detected(tmp_path: Path) -> None:
     del lines[2]
     path.write_text("".join(lines))
     broken = verify(path)
-    assert broken is not None and broken[0] == 2
+    assert broken is not None and broken[0] == 3
 
 
 def test_reordered_records_are_detected(tmp_path: Path) -> None:
@@ -58,7 +62,7 @@ def test_reordered_records_are_detected(tmp_path: Path) -> None:
     lines[1], lines[2] = lines[2], lines[1]
     path.write_text("".join(lines))
     broken = verify(path)
-    assert broken is not None and broken[0] == 1
+    assert broken is not None and broken[0] == 2
 
 
 def test_garbage_line_and_append_after_damage(tmp_path: Path) -> None:
@@ -67,7 +71,7 @@ def test_garbage_line_and_append_after_damage(tmp_path: Path) -> None:
     with open(path, "a") as handle:
         handle.write("{not json\n")
     append_record({"x": 1}, path)
-    assert verify(path) == (2, "record 2: not valid JSON")
+    assert verify(path) == (3, "record 3: not valid JSON")
 
 
 def _worker(path: str, count: int) -> None:
@@ -90,9 +94,10 @@ def test_audit_verify_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     path = tmp_path / "audit.jsonl"
     _fill(path, 3)
     assert audit_verify(str(path)) == 0
-    assert "ok, 3 records" in capsys.readouterr().out
+    assert "OK, 3 records" in capsys.readouterr().out
     lines = _lines(path)
     path.write_text(lines[0] + lines[2])
     assert audit_verify(str(path)) == 1
-    assert "chain broken at record 1" in capsys.readouterr().err
+    assert "FAILED at record 2: prev_hash" in capsys.readouterr().err
     assert audit_verify(str(tmp_path / "missing.jsonl")) == 2
+    assert "no such audit log" in capsys.readouterr().err

@@ -1,8 +1,11 @@
 """Benchmark: archive a generated 100 MB transcript into the local store.
 
 Budget (DESIGN.md): >= 100 MB/s and < 64 MB extra RSS. Run: python tests/benchmarks/bench_archive.py
-The archive runs in a child process that resets its peak-RSS counter after imports, so the
-figure is what archiving itself adds.
+[--key] [--redact] [--appends 200]. The archive runs in a child process that resets its
+peak-RSS counter after imports, so the figure is what archiving itself adds. `--key` seals
+manifests and checkpoints with an audit key. `--appends N` also measures what each archive's
+chain costs (manifest, chain entry, checkpoint, with and without a key) on N small archives,
+and `archive verify` over them.
 """
 
 from __future__ import annotations
@@ -88,10 +91,11 @@ def _status(field: str) -> int:
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
-def child(projects: str, transcript: str, store: str, redact: str) -> None:
+def child(projects: str, transcript: str, store: str, redact: str, key: str) -> None:
     from gateway.archive.archiver import archive_session
     from gateway.archive.config import CompactionSettings
     from gateway.archive.local import LocalStore
+    from gateway.integrity.keys import parse_keys
     from gateway.types import CompactRequest
 
     request = CompactRequest(
@@ -105,7 +109,8 @@ def child(projects: str, transcript: str, store: str, redact: str) -> None:
     baseline = _status("VmRSS")
     started = time.perf_counter()
     manifest = archive_session(
-        request, settings, "bench", LocalStore(Path(store)), projects_root=Path(projects)
+        request, settings, "bench", LocalStore(Path(store)), projects_root=Path(projects),
+        keys=parse_keys("k" * 64, "bench") if key == "1" else None,
     )
     elapsed = time.perf_counter() - started
     peak = _status("VmHWM")
@@ -128,7 +133,11 @@ def main() -> int:
     parser.add_argument(
         "--redact", action="store_true", help="with the builtin redaction patterns on"
     )
-    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--key", action="store_true", help="seal with an audit key")
+    parser.add_argument(
+        "--appends", type=int, default=200, help="small archives for the per-archive chain cost"
+    )
+    parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
@@ -152,6 +161,7 @@ def main() -> int:
                     str(transcript),
                     str(store),
                     "1" if args.redact else "0",
+                    "1" if args.key else "0",
                 ],
                 capture_output=True,
                 text=True,
@@ -169,11 +179,47 @@ def main() -> int:
         rate = best["bytes"] / MB / best["seconds"]
         ok = rate >= 100 and worst_rss < 64 * MB
         print(
-            f"archive {args.mb} MB transcript, local store: best {rate:.0f} MB/s "
-            f"(budget >= 100), peak extra RSS {worst_rss / MB:.1f} MB (budget < 64): "
-            f"{'PASS' if ok else 'FAIL'}"
+            f"archive {args.mb} MB transcript, local store{' (keyed)' if args.key else ''}: "
+            f"best {rate:.0f} MB/s (budget >= 100), peak extra RSS {worst_rss / MB:.1f} MB "
+            f"(budget < 64): {'PASS' if ok else 'FAIL'}"
         )
+        if args.appends:
+            chain_cost(Path(tmp), args.appends)
         return 0 if ok else 1
+
+
+def chain_cost(tmp: Path, count: int) -> None:
+    """Per-archive cost of the chain on small archives: the store's fsynced writes (objects,
+    manifest, chain entry, checkpoint) dominate; the MACs are microseconds."""
+    from gateway.archive.archiver import archive_session
+    from gateway.archive.config import CompactionSettings
+    from gateway.archive.local import LocalStore
+    from gateway.archive.reader import verify_store
+    from gateway.integrity.keys import parse_keys
+    from gateway.types import CompactRequest
+
+    projects = tmp / "small-projects"
+    transcript = projects / "-srv-project" / "00000000-0000-4000-8000-000000000002.jsonl"
+    transcript.parent.mkdir(parents=True)
+    generate(transcript, 2048)
+    old = time.time() - 5
+    os.utime(transcript, (old, old))
+    request = CompactRequest(session_id="s", transcript_path=str(transcript), trigger="auto")
+    settings = CompactionSettings()
+    for label, keys in (("no key", None), ("key", parse_keys("k" * 64, "bench"))):
+        store = LocalStore(tmp / f"small-store-{label}")
+        started = time.perf_counter()
+        for _ in range(count):
+            archive_session(request, settings, "bench", store, projects_root=projects, keys=keys)
+        per = (time.perf_counter() - started) / count * 1e3
+        started = time.perf_counter()
+        report = verify_store(store, keys)
+        verify_ms = (time.perf_counter() - started) * 1e3
+        assert report.broken is None and report.count == count, report
+        print(
+            f"{count} small archives, {label}: {per:.2f} ms per archive (checkpoint included); "
+            f"archive verify {verify_ms:.0f} ms"
+        )
 
 
 if __name__ == "__main__":

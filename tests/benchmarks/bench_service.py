@@ -5,8 +5,14 @@ open loop of 200 sessions x 2 req/s (400 req/s) p99 <= 10 ms with 0 errors and o
 record per decision; the proxy adds <= 2 ms to time-to-first-byte at p50.
 
 Run: python tests/benchmarks/bench_service.py [--seconds 60] [--single 3000] [--ttfb 300]
-     [--generators 1]
+     [--generators 1] [--trail]
 Needs only the project's own dependencies (aiohttp); nothing else to install.
+
+Every decision is appended to the audit log and its checkpoint. `--trail` turns the rest of the
+audit trail on, as in production: an audit key (every record and checkpoint MACed) and the
+log export (one OTLP log record per decision, to an OTLP receiver in this process); the run
+then checks that every decision arrived and that `audit verify --against` the received copy
+passes.
 
 The gateway runs as a real `agent-gateway serve` process (tracing off). The single-client and
 TTFB figures are taken from this process with aiohttp's client. The open-loop load comes from
@@ -36,7 +42,9 @@ import aiohttp
 ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT))
 
+from gateway.audit.commands import audit_verify  # noqa: E402
 from gateway.testing import ScriptedServer  # noqa: E402
+from tests.otlp_receiver import OtlpReceiver  # noqa: E402
 from tests.server.processes import ServeProcess  # noqa: E402
 
 POLICIES = [str(ROOT / "policies" / f"{n}.yaml") for n in ("org", "team", "project")]
@@ -431,6 +439,34 @@ async def ttfb(direct: str, proxied: str, count: int) -> dict[str, float]:
     return {"direct_p50_ms": d, "proxied_p50_ms": p, "added_p50_ms": p - d, "n": count}
 
 
+def check_trail(
+    receiver: OtlpReceiver, audit: Path, tmp: Path, env: dict[str, str]
+) -> dict[str, Any]:
+    """After the service has stopped (its last batch flushed): every decision's log record
+    arrived, and the local log verifies with the key and against the received copy."""
+    records = count_lines(audit)
+    logs = receiver.wait_for_logs(lambda got: len(got) >= records, timeout=30)
+    copy = receiver.write_log_lines(tmp / "received.jsonl")
+    saved = {k: os.environ.get(k) for k in ("AGENT_GATEWAY_AUDIT_KEY_FILE",)}
+    os.environ["AGENT_GATEWAY_AUDIT_KEY_FILE"] = env["AGENT_GATEWAY_AUDIT_KEY_FILE"]
+    try:
+        started = time.perf_counter()
+        code = audit_verify(str(audit), against=str(copy))
+        verify_s = time.perf_counter() - started
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return {
+        "audit_records": records,
+        "log_records_received": len(logs),
+        "verify_against_ok": code == 0 and len(logs) == records,
+        "verify_against_s": round(verify_s, 2),
+    }
+
+
 def count_lines(path: Path) -> int:
     return sum(1 for _ in path.open("rb")) if path.exists() else 0
 
@@ -445,14 +481,26 @@ def main() -> int:
     parser.add_argument("--generators", type=int, default=1, help="load generator processes")
     parser.add_argument("--single", type=int, default=3000, help="single-client requests")
     parser.add_argument("--ttfb", type=int, default=300, help="proxy TTFB samples")
+    parser.add_argument(
+        "--trail", action="store_true", help="audit key and OTLP log export on (see above)"
+    )
     args = parser.parse_args()
+    receiver = OtlpReceiver().start() if args.trail else None
     with tempfile.TemporaryDirectory() as tmp:
-        home = Path(tmp)
+        home = Path(tmp, "home")
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
             "AGENT_GATEWAY_HOME": str(home),
             "OTEL_TRACES_EXPORTER": "none",
         }
+        if receiver is not None:
+            key = Path(tmp, "audit.key")
+            key.write_text(os.urandom(32).hex() + "\n")
+            env.update(
+                AGENT_GATEWAY_AUDIT_KEY_FILE=str(key),
+                OTEL_LOGS_EXPORTER="otlp",
+                OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
+            )
         upstream = ScriptedServer(
             {"responses": [{"text": "hi", "usage": {"input_tokens": 10, "output_tokens": 2}}]}
         ).start()
@@ -471,9 +519,14 @@ def main() -> int:
                 )
                 load["audit_records"] = count_lines(audit) - before - args.sessions  # minus warm-up
                 proxy = asyncio.run(ttfb(upstream.url, gw.url, args.ttfb))
+            trail = check_trail(receiver, audit, Path(tmp), env) if receiver else None
         finally:
             upstream.stop()
+            if receiver is not None:
+                receiver.stop()
     report = {"single_client": single, "open_loop": load, "proxy_ttfb": proxy}
+    if trail is not None:
+        report["trail"] = trail
     print(json.dumps(report, indent=2))
     ok = (
         single["p50_ms"] <= 1
@@ -482,6 +535,7 @@ def main() -> int:
         and load["errors"] == 0
         and load["audit_records"] == load["decisions"]
         and proxy["added_p50_ms"] <= 2
+        and (trail is None or trail["verify_against_ok"])
     )
     print("within budget" if ok else "OVER BUDGET", file=sys.stderr)
     return 0 if ok else 1

@@ -535,8 +535,9 @@ def test_kustomize_renders() -> None:
         [
             "Namespace",
             "ConfigMap",
-            "Secret",
-            "Secret",
+            "Secret",  # tokens
+            "Secret",  # S3 credentials
+            "Secret",  # the audit key
             "Deployment",
             "Service",
             "HorizontalPodAutoscaler",
@@ -766,3 +767,34 @@ def test_shipped_policies_load_with_the_real_policy_loader(tmp_path: Path) -> No
 def _load_docs_for_policy_test() -> list[dict[str, Any]]:
     path = Path(__file__).resolve().parents[2] / "deploy/k8s/configmap.yaml"
     return [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+
+
+def test_collector_keeps_the_audit_trail_as_otlp_json_lines(
+    collector: dict[str, Any], services: dict[str, Any]
+) -> None:
+    logs = collector["service"]["pipelines"]["logs"]
+    assert "otlp" in logs["receivers"]
+    files = [name for name in logs["exporters"] if name.split("/")[0] == "file"]
+    assert files, logs["exporters"]
+    path = collector["exporters"][files[0]]["path"]
+    col = services["otel-collector"]
+    mounted = [str(v).split(":")[1] for v in col["volumes"] if not str(v).startswith("./")]
+    assert any(path.startswith(m + "/") for m in mounted), (path, mounted)
+    assert _env(services["gateway"]).get("OTEL_LOGS_EXPORTER") == "otlp"
+
+
+def test_deployment_audit_key_from_a_secret_outside_the_state(
+    deployment: dict[str, Any], container: dict[str, Any], secrets: dict[str, dict[str, str]]
+) -> None:
+    env = {e["name"]: e for e in container["env"]}
+    key_file = env["AGENT_GATEWAY_AUDIT_KEY_FILE"]["value"]
+    state = env["AGENT_GATEWAY_HOME"]["value"]
+    assert not key_file.startswith(state.rstrip("/") + "/")
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    mount = mounts[key_file.rsplit("/", 1)[0]]
+    assert mount["readOnly"] is True
+    volume = next(v for v in deployment["spec"]["template"]["spec"]["volumes"]
+                  if v["name"] == mount["name"])
+    assert volume["secret"]["secretName"] in secrets
+    assert key_file.rsplit("/", 1)[1] in secrets[volume["secret"]["secretName"]]
+    assert env["OTEL_LOGS_EXPORTER"]["value"] == "otlp"

@@ -1,0 +1,159 @@
+"""Pure: the checkpoint kept beside a chain, and what it says about the chain it covers.
+
+A checkpoint names how many items the chain holds and the hash of the last one. It is
+rewritten after every append, numbered (`seq`) and linked to the checkpoint it replaced
+(`prev_hash`), and with a key it carries a MAC. So:
+- without a key, it catches a chain cut at the tail or emptied, and edits that did not also
+  rewrite the checkpoint;
+- with a key, a checkpoint cannot be forged, only replaced by an older genuine one; a writer
+  still running notices that, and the off-host copy of the chain shows it to anyone;
+- an `alarm` (what a writer found wrong when it appended) is carried into every later
+  checkpoint, so the next append does not paper over it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from gateway.hashchain import GENESIS, HASH_KEY, link_problem
+from gateway.integrity.keys import KeySet, sealed_line
+
+FORMAT = "agent-gateway.checkpoint/1"
+ALARM = "alarm"
+
+
+class Finding(NamedTuple):
+    """The first bad position in a chain (1-based) and what is wrong there."""
+
+    position: int
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def checkpoint_line(
+    *,
+    chain: str,
+    count: int,
+    head: str,
+    time: str,
+    previous: Mapping[str, Any] | None,
+    keys: KeySet | None,
+    alarm: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], bytes]:
+    """The checkpoint after an append (`previous` is the one it replaces, None for the first),
+    and the same as JSON, serialized once."""
+    body: dict[str, Any] = {
+        "format": FORMAT,
+        "chain": chain,
+        "seq": _int(previous.get("seq")) + 1 if previous else 1,
+        "count": count,
+        "head": head,
+        "time": time,
+    }
+    carried = alarm or (previous.get(ALARM) if previous else None)
+    if carried:
+        body[ALARM] = dict(carried)
+    prev_hash = str(previous.get(HASH_KEY, GENESIS)) if previous else GENESIS
+    return sealed_line(body, prev_hash, keys)
+
+
+def make_alarm(at: int, reason: str, time: str) -> dict[str, Any]:
+    return {"at": at, "reason": reason, "time": time}
+
+
+def checkpoint_problem(checkpoint: Mapping[str, Any], keys: KeySet | None) -> str | None:
+    """Why the checkpoint itself cannot be trusted (format, hash, MAC), or None."""
+    if checkpoint.get("format") != FORMAT:
+        return "not a checkpoint this gateway wrote"
+    if not isinstance(checkpoint.get("count"), int) or not isinstance(checkpoint.get("seq"), int):
+        return "count or seq is not a number"
+    problem = link_problem(checkpoint, str(checkpoint.get("prev_hash")))
+    if problem is not None:
+        return "edited: its hash does not match its contents"
+    if keys is not None:
+        return keys.check(checkpoint)
+    return None
+
+
+def compare(
+    checkpoint: Mapping[str, Any],
+    count: int,
+    hash_at: Callable[[int], str | None],
+    noun: str,
+) -> Finding | None:
+    """Where a chain of `count` items departs from the checkpoint, or None when it matches.
+
+    `hash_at(position)` is the hash of the item at a 1-based position.
+    """
+    seq, expected = checkpoint.get("seq"), int(checkpoint.get("count", 0))
+    alarm = checkpoint.get(ALARM)
+    if isinstance(alarm, Mapping):
+        at = _int(alarm.get("at")) or 1
+        return Finding(
+            at,
+            f"{noun} {at}: {alarm.get('reason', 'alarm')} (noticed when it was appended, "
+            f"at {alarm.get('time', '?')}; carried by checkpoint #{seq})",
+        )
+    if count < expected:
+        return Finding(
+            count + 1,
+            f"{noun} {count + 1}: missing: checkpoint #{seq} counts {expected}, "
+            f"the chain holds {count}",
+        )
+    if count > expected:
+        return Finding(
+            expected + 1,
+            f"{noun} {expected + 1}: not covered by checkpoint #{seq}, which counts {expected}: "
+            "added behind the gateway's back (or a writer stopped between an item and its "
+            "checkpoint)",
+        )
+    if expected and hash_at(expected) != checkpoint.get("head"):
+        return Finding(
+            expected,
+            f"{noun} {expected}: differs from the head named by checkpoint #{seq} "
+            "(the chain was rewritten)",
+        )
+    return None
+
+
+def checkpoint_finding(
+    checkpoint: Mapping[str, Any] | None,
+    count: int,
+    hash_at: Callable[[int], str | None],
+    keys: KeySet | None,
+    noun: str,
+) -> Finding | None:
+    """Everything the checkpoint says about the chain: missing, untrustworthy, or departed."""
+    if checkpoint is None:
+        if count == 0:
+            return None
+        return Finding(
+            count,
+            f"{noun} {count}: no checkpoint, so nothing shows the chain ended here "
+            "(it is written with every append: deleted?)",
+        )
+    problem = checkpoint_problem(checkpoint, keys)
+    if problem is not None:
+        at = max(1, min(count, _int(checkpoint.get("count"))))
+        return Finding(at, f"{noun} {at}: checkpoint #{checkpoint.get('seq', '?')}: {problem}")
+    return compare(checkpoint, count, hash_at, noun)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def checkpoint_summary(checkpoint: Mapping[str, Any] | None, keys: KeySet | None) -> str:
+    """`, checkpoint #12 matches, MACs checked (key ab12...)` for an OK line."""
+    if not checkpoint:
+        return ""
+    if keys is not None:
+        sealed = f", MACs checked (key {checkpoint.get('key_id')})"
+    elif checkpoint.get("key_id"):
+        sealed = ", MACs not checked (no key)"
+    else:
+        sealed = ", no MACs (no key)"
+    return f", checkpoint #{checkpoint.get('seq')} matches{sealed}"
