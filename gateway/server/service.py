@@ -241,9 +241,7 @@ class GatewayService:
                 "PreToolUse", body, caller.name, decision="deny", reason=decision.reason,
                 rule_id=decision.rule_id,
             )
-        written = append_record({**record, "tenant": caller.name}, self._audit_log)
-        if self._audit_export is not None:
-            self._audit_export.decision(written)
+        self._append({**record, "tenant": caller.name})
 
     async def _recompute(self, raw: bytes, caller: Caller) -> Decision | None:
         """The PreToolUse decision again (for the tool span), in the same workers."""
@@ -273,10 +271,7 @@ class GatewayService:
         self, event: str, body: Mapping[str, Any], caller: Caller, decision: Decision | None
     ) -> None:
         reason = f"{event} is observed: the gateway decides nothing for it"
-        append_record(
-            ev.event_record(event, body, caller.name, decision=ev.NONE, reason=reason),
-            self._audit_log,
-        )
+        self._append(ev.event_record(event, body, caller.name, decision=ev.NONE, reason=reason))
         if self._tracer is None:
             return
         if event in ("PostToolUse", "PostToolUseFailure"):
@@ -319,7 +314,7 @@ class GatewayService:
             "PreCompact", body, caller.name, decision=decision, reason=reason, archive_id=archive
         )
         try:
-            await self._offload.io(append_record, record, self._audit_log)
+            await self._offload.io(self._append, record)
         except OSError as exc:
             log.error("audit log not writable: %s", exc)
 
@@ -332,9 +327,15 @@ class GatewayService:
             **extra,
         )
         try:
-            await self._offload.io(append_record, record, self._audit_log)
+            await self._offload.io(self._append, record)
         except OSError as exc:
             log.error("audit log not writable, the refusal stands: %s", exc)
+
+    def _append(self, record: Mapping[str, Any]) -> None:
+        """Every record the service writes itself, also sent to the off-host copy."""
+        written = append_record(record, self._audit_log)
+        if self._audit_export is not None:
+            self._audit_export.decision(written)
 
     def _traced(self, fn: Any, *args: Any) -> None:
         try:

@@ -72,7 +72,8 @@ def _prepare(sandbox: Sandbox) -> tuple[Path, str]:
 def _assert_nothing_changed(sandbox: Sandbox, settings: str, out: RunOutcome) -> None:
     home = sandbox.gateway_home
     assert not (home / "cache" / "planted.json").exists()
-    assert "forged" not in (home / "audit.jsonl").read_text()
+    lines = (home / "audit.jsonl").read_text().splitlines()
+    assert "forged" not in lines  # records quote the denied command; no line is the forgery
     assert (sandbox.cwd / ".claude" / "settings.local.json").read_text() == settings
     assert (home / "archive" / "keep.txt").exists()
     assert (sandbox.cwd / "keep").is_dir()
