@@ -18,9 +18,9 @@ from gateway.archive.redact import Redactor, redaction_rules
 from gateway.archive.sealing import Sealing
 from gateway.archive.store import ArchiveStore
 from gateway.archive.streaming import archive_stream
+from gateway.env import claude_projects_root
 from gateway.errors import ArchiveError
 from gateway.integrity.keys import FROM_ENV, KeyChoice, resolve_keys
-from gateway.settings import claude_projects_root
 from gateway.types import CompactRequest
 
 log = logging.getLogger("gateway.archive")

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO, Protocol
 from gateway.archive.chain import ChainEntry
 from gateway.archive.config import CompactionSettings
 from gateway.archive.sealing import Sealing
-from gateway.settings import gateway_home
+from gateway.env import gateway_home
 
 ManifestBuilder = Callable[[str, int], dict[str, Any]]
 """Given the previous archive's hash and the new one's 1-based position, return the linked

@@ -30,10 +30,10 @@ from typing import Any, NamedTuple
 
 from gateway.archive.redact import Redactor
 from gateway.audit.record import decision_record
+from gateway.env import gateway_home
 from gateway.hashchain import GENESIS, HASH_KEY, PREV_KEY
 from gateway.integrity.checkpoint import checkpoint_line, checkpoint_problem, make_alarm
 from gateway.integrity.keys import FROM_ENV, KeyChoice, KeySet, resolve_keys, sealed_line
-from gateway.settings import gateway_home
 from gateway.types import Decision, ToolCall
 
 _TAIL_CHUNK = 4096

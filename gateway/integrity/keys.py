@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gateway.env import AUDIT_KEY_FILE_ENV, audit_key_file, gateway_home
 from gateway.errors import ConfigError
 from gateway.hashchain import HASH_KEY, MAC_KEY, PREV_KEY, canonical_json, record_hash
-from gateway.settings import AUDIT_KEY_FILE_ENV, audit_key_file, gateway_home
 
 KEY_ID = "key_id"
 MAC = MAC_KEY

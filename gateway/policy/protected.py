@@ -10,8 +10,8 @@ import site
 from collections.abc import Sequence
 from pathlib import Path
 
+from gateway.env import audit_key_file, cache_secret_path, gateway_home, tokens_files
 from gateway.policy.builtin import Protected
-from gateway.settings import audit_key_file, cache_secret_path, gateway_home, tokens_files
 
 _MANAGED = ("/etc/claude-code/managed-settings.json", "/etc/claude-code/managed-settings.d")
 _USER_SETTINGS = ("~/.claude/settings.json", "~/.claude/settings.local.json")

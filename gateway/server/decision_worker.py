@@ -27,9 +27,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from gateway.engine import Engine
 from gateway.errors import GatewayError
 from gateway.hookio.parse import tool_call_from_input
+from gateway.hooks.engine import Engine
 from gateway.policy import decide
 from gateway.server.workers import serve_jobs
 

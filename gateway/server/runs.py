@@ -120,7 +120,7 @@ async def stream_run_lines(spec: RunSpec) -> AsyncIterator[bytes]:
     from claude_agent_sdk import ClaudeAgentOptions
 
     from gateway.errors import GatewayError
-    from gateway.run_command import RunRequest, execute
+    from gateway.sdk.run import RunRequest, execute
 
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()
     err = io.StringIO()

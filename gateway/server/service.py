@@ -24,10 +24,11 @@ from typing import Any
 
 from gateway.audit.log import append_record, audit_path
 from gateway.audit.record import decision_record
-from gateway.engine import Engine, deny
 from gateway.errors import GatewayError
 from gateway.hookio.parse import tool_call_from_input
 from gateway.hookio.render import render_pre_tool_use
+from gateway.hooks.engine import Engine, deny
+from gateway.hooks.trail import AuditExport
 from gateway.server import audit_events as ev
 from gateway.server.auth import Caller
 from gateway.server.bodies import decode_object
@@ -44,7 +45,6 @@ from gateway.server.runs import (
 from gateway.server.tenancy import OwnerStoreError, Tenancy, valid_session_id
 from gateway.server.tracing import ServerTracer
 from gateway.server.workers import JobFailed, JobTimeout, WorkerPool
-from gateway.trail import AuditExport
 from gateway.types import Decision
 
 log = logging.getLogger("gateway.server")

@@ -432,7 +432,7 @@ def open_span_sink(settings: ExportSettings) -> SpanSink:
 
 def span_sink_from_env(env: Mapping[str, str] | None = None, home: Path | None = None) -> SpanSink:
     """Convenience for the runner: settings from `env` (default os.environ) and the home dir."""
-    from gateway.settings import gateway_home
+    from gateway.env import gateway_home
 
     return open_span_sink(
         export_settings(os.environ if env is None else env, home or gateway_home())

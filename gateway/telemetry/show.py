@@ -116,7 +116,7 @@ def trace_show(
 ) -> int:
     """Print the trace; 0 when one was found, 1 otherwise (with a one-line message)."""
     if home is None:
-        from gateway.settings import gateway_home
+        from gateway.env import gateway_home
 
         home = gateway_home()
     out = console or Console()

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.e2e
 OUR_HOOK = """
 import sys
 from gateway.archive.config import CompactionSettings
-from gateway.hook_compact import run_pre_compact_hook
+from gateway.hooks.compact import run_pre_compact_hook
 settings = CompactionSettings.model_validate_json({settings!r})
 sys.exit(run_pre_compact_hook(sys.stdin, sys.stdout, sys.stderr, lambda: (settings, "e2e")))
 """

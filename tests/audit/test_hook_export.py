@@ -21,7 +21,7 @@ compaction:
   redact:
     - {id: ticket, pattern: "TICKET-[0-9]+"}
 """
-RUN = ("import sys; from gateway.cli import main; "
+RUN = ("import sys; from gateway.cli.main import main; "
        "import atexit; atexit.register(lambda: print("
        "'OTEL' if any(m.startswith('opentelemetry') for m in sys.modules) else 'none', "
        "file=sys.stderr)); main(['hook', 'pre-tool-use', '--policy', sys.argv[1]])")

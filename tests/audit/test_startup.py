@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.attachments import Attachments
+from gateway.cli.serve import ServeArgs, serve_command
 from gateway.errors import ConfigError
-from gateway.serve_command import ServeArgs, serve_command
+from gateway.sdk.attachments import Attachments
 
 
 def test_serve_refuses_a_bad_key_file(
@@ -29,7 +29,7 @@ def test_run_refuses_a_key_inside_the_gateway_home(
 ) -> None:
     from claude_agent_sdk import ClaudeAgentOptions
 
-    from gateway.wiring import attach_gateway
+    from gateway.sdk.wiring import attach_gateway
 
     home = tmp_path / "home"
     home.mkdir()

@@ -157,7 +157,7 @@ def bench_hook(tmp: Path) -> None:
     hook_input = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
                              "session_id": "s", "tool_use_id": "t", "cwd": "/srv/project",
                              "tool_input": {"command": COMMANDS[1]}}).encode()
-    run = ("import sys; from gateway.hook_command import run_pre_tool_use; "
+    run = ("import sys; from gateway.hooks.command import run_pre_tool_use; "
            "sys.exit(run_pre_tool_use(sys.argv[1:], sys.stdin.buffer, sys.stdout, sys.stderr))")
     variants = {"python -c run_pre_tool_use": [sys.executable, "-c", run, *policies]}
     cli = shutil.which("agent-gateway")

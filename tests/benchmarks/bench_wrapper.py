@@ -62,8 +62,8 @@ def sdk_command() -> tuple[list[str], dict[str, str]]:
     from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
     from claude_agent_sdk._version import __version__
 
-    from gateway.engine import Engine
-    from gateway.wiring import apply_limits
+    from gateway.hooks.engine import Engine
+    from gateway.sdk.wiring import apply_limits
 
     options = ClaudeAgentOptions(allowed_tools=["Bash"], include_partial_messages=True)
     policy = Engine([str(POLICY)]).policy

@@ -311,7 +311,7 @@ def test_dockerignore_keeps_what_the_build_copies() -> None:
     for kept in (
         "pyproject.toml",
         "README.md",
-        "gateway/cli.py",
+        "gateway/cli/main.py",
         "gateway/telemetry/prices.yaml",
         "policies/org.yaml",
     ):

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from gateway.claude_settings import gateway_settings
 from gateway.hashchain import GENESIS, link
+from gateway.server.claude_settings import gateway_settings
 from gateway.testing import ScriptedServer
 from tests.e2e.harness import RunOutcome, Sandbox, claude_run, gateway_cli, gateway_run
 from tests.otlp_receiver import Logs, OtlpReceiver

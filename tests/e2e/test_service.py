@@ -19,7 +19,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from gateway.claude_settings import gateway_settings
+from gateway.server.claude_settings import gateway_settings
 from gateway.testing import ScriptedServer
 from tests.e2e.harness import Sandbox, claude_run, gateway_cli, print_settings
 from tests.otlp_receiver import OtlpReceiver

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.policy_commands import policy_check, policy_explain, policy_test
+from gateway.policy.commands import policy_check, policy_explain, policy_test
 
 from .conftest import WritePolicy
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from gateway.claude_settings import command_hook_settings, gateway_settings, managed_settings
 from gateway.hookio.events import HOOK_EVENTS, spelled_like
+from gateway.server.claude_settings import command_hook_settings, gateway_settings, managed_settings
 from tests.server.conftest import AppFactory
 from tests.server.test_app import decision_of, pre_tool_use
 

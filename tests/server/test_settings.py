@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.claude_settings import gateway_settings, managed_settings, static_denies
-from gateway.cli import main
+from gateway.cli.main import main
+from gateway.cli.serve import ServeArgs, is_loopback, serve_command
 from gateway.policy import load_policy
-from gateway.serve_command import ServeArgs, is_loopback, serve_command
+from gateway.server.claude_settings import gateway_settings, managed_settings, static_denies
 
 POLICIES = [
     str(Path(__file__).parents[2] / "policies" / f"{n}.yaml") for n in ("org", "team", "project")
@@ -80,8 +80,8 @@ def test_shipped_templates_are_what_the_generator_prints(
     template: str, extra: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """hooks/ must be regenerated when the generator or the example policies change."""
-    from gateway.cli import build_parser
-    from gateway.settings_command import settings_command
+    from gateway.cli.main import build_parser
+    from gateway.cli.settings import run as settings_command
 
     repo = Path(__file__).resolve().parents[2]
     policies = [f"--policy={repo / 'policies' / n}.yaml" for n in ("org", "team", "project")]

@@ -13,10 +13,10 @@ import pytest
 from gateway.audit import append_decision
 from gateway.errors import ConfigError
 from gateway.hashchain import canonical_json
+from gateway.hooks.trail import AuditExport
 from gateway.telemetry import log_attributes as L
 from gateway.telemetry.ids import session_root, session_tool
 from gateway.telemetry.logs import log_settings, open_log_sink
-from gateway.trail import AuditExport
 from gateway.types import Decision, ToolCall
 from tests.otlp_receiver import OtlpReceiver
 

@@ -7,6 +7,7 @@ is flushed.
 
 from __future__ import annotations
 
+import argparse
 import ipaddress
 import logging
 import os
@@ -14,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from gateway.cli.parser import Subcommands
 from gateway.errors import GatewayError
 
 DRAIN_SECONDS = 30.0
@@ -78,15 +80,15 @@ def serve_command(args: ServeArgs) -> int:
 def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     from aiohttp import web
 
+    from gateway.env import gateway_home
+    from gateway.hooks.trail import audit_export_from_env
     from gateway.integrity.keys import keys_from_env
     from gateway.server.app import ServeConfig, create_app
     from gateway.server.auth import load_tokens
     from gateway.server.owners import LocalSessionOwners, RedisSessionOwners, SessionOwners
     from gateway.server.service import GatewayService
     from gateway.server.tracing import ServerTracer
-    from gateway.settings import gateway_home
     from gateway.telemetry import load_price_table, span_sink_from_env
-    from gateway.trail import audit_export_from_env
 
     keys_from_env()  # a bad key file stops the service now, not at its first decision
     tokens = load_tokens(token, tokens_file)
@@ -142,3 +144,75 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
         handle_signals=True,
     )
     return 0
+
+
+def add_parser(sub: Subcommands) -> None:
+    serve = sub.add_parser(
+        "serve",
+        help="HTTP hooks, the Messages API proxy and remote runs for any Claude Code session",
+        description="Serve POST /hooks/{Event}, /v1/messages (proxied to --upstream), "
+        "/v1/runs, /healthz and /readyz. With AGENT_GATEWAY_TOKEN or "
+        "AGENT_GATEWAY_TOKENS_FILE set, every endpoint but the health checks needs "
+        "'Authorization: Bearer TOKEN'; a non-loopback --host is refused without one.",
+    )
+    serve.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="policy file; repeat in order org, team, project",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8787, help="port (default 8787)")
+    serve.add_argument(
+        "--upstream",
+        default="https://api.anthropic.com",
+        metavar="URL",
+        help="the Messages API to proxy to (default https://api.anthropic.com)",
+    )
+    serve.add_argument(
+        "--runs-root",
+        dest="runs_roots",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="POST /v1/runs may use a cwd inside DIR (repeatable; symlinks are resolved). "
+        "Without one, remote runs are refused; a tokens-file entry's runs_roots replace these "
+        "for its token",
+    )
+    serve.add_argument(
+        "--redis-url",
+        metavar="URL",
+        help="Redis the replicas share (redis://host:6379/0): which tenant owns each session. "
+        "Without it, replicas share AGENT_GATEWAY_HOME/sessions, which works on one host only",
+    )
+    serve.add_argument(
+        "--decision-budget",
+        dest="decision_budget",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="a PreToolUse decision not made within SECONDS is a deny (default 2)",
+    )
+    serve.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="on SIGTERM, how long in-flight requests get to finish (default 30)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    return serve_command(
+        ServeArgs(
+            args.policy,
+            args.host,
+            args.port,
+            args.upstream,
+            args.drain_seconds,
+            runs_roots=args.runs_roots,
+            decision_budget_s=args.decision_budget,
+            redis_url=args.redis_url,
+        )
+    )

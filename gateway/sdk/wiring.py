@@ -10,13 +10,13 @@ from typing import Any, TextIO
 from claude_agent_sdk import ClaudeAgentOptions, HookContext, HookMatcher
 from claude_agent_sdk.types import HookInput, HookJSONOutput
 
-from gateway.attachments import Attachments
-from gateway.engine import Engine
 from gateway.errors import ConfigError
+from gateway.hooks.engine import Engine
+from gateway.hooks.trail import audit_export_from_env
 from gateway.integrity.keys import keys_from_env
 from gateway.policy import Limits
-from gateway.run_tracer import RunTracer
-from gateway.trail import audit_export_from_env
+from gateway.sdk.attachments import Attachments
+from gateway.sdk.tracer import RunTracer
 
 
 def attach_gateway(

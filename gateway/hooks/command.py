@@ -1,4 +1,5 @@
-"""`agent-gateway hook pre-tool-use`: the Claude Code command-hook contract.
+"""`agent-gateway hook EVENT`: the Claude Code command-hook process contract, for
+pre-tool-use and pre-compact, decided here or relayed to a gateway (`--remote`).
 
 stdout gets the hook output JSON and the exit status is 0; when no decision can be made
 (bad input, unreadable or invalid policy, internal error) the exit status is 2 with one line on
@@ -11,14 +12,51 @@ OTEL_LOGS_EXPORTER asks for the decision's log record.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gateway.trail import AuditExport
+    from gateway.archive.config import CompactionSettings
+    from gateway.hooks.trail import AuditExport
 
 EXIT_OK = 0
 EXIT_BLOCK = 2
+_EVENT_NAMES = {"pre-tool-use": "PreToolUse", "pre-compact": "PreCompact"}
+
+
+def run_hook(
+    event: str, policy_paths: Sequence[str], remote: str | None = None, timeout_s: float = 10.0
+) -> int:
+    if remote:
+        from gateway.hooks.remote import relay
+
+        return relay(
+            _EVENT_NAMES[event],
+            remote,
+            sys.stdin.buffer,
+            sys.stdout,
+            sys.stderr,
+            timeout_s=timeout_s,
+        )
+    if event == "pre-tool-use":
+        return run_pre_tool_use(policy_paths, sys.stdin.buffer, sys.stdout, sys.stderr)
+    from gateway.hooks.compact import run_pre_compact_hook
+
+    def load_settings() -> tuple[CompactionSettings, str]:
+        if not policy_paths:
+            from gateway.archive.config import CompactionSettings
+
+            return CompactionSettings(), ""
+        from gateway.policy import load_policy
+
+        policy = load_policy(policy_paths)
+        settings: CompactionSettings = policy.compaction_settings()
+        return settings, policy.bundle_hash
+
+    return run_pre_compact_hook(sys.stdin, sys.stdout, sys.stderr, load_settings)
+
+
 
 
 def run_pre_tool_use(policy_paths: Sequence[str], stdin: IO[bytes] | IO[str], stdout: IO[str],
@@ -38,12 +76,12 @@ def run_pre_tool_use(policy_paths: Sequence[str], stdin: IO[bytes] | IO[str], st
 def _run(policy_paths: Sequence[str], stdin: IO[Any], stdout: IO[str]) -> int:
     from gateway.audit.log import append_decision
     from gateway.audit.record import policy_redactor
+    from gateway.env import cache_secret_path, gateway_home, hook_log_export_requested
     from gateway.hookio.parse import parse_pre_tool_use
     from gateway.hookio.render import render_pre_tool_use
     from gateway.policy.cache import load_cached
     from gateway.policy.evaluate import decide
     from gateway.policy.protected import protected_paths
-    from gateway.settings import cache_secret_path, gateway_home, hook_log_export_requested
 
     raw = stdin.read()
     call = parse_pre_tool_use(raw)
@@ -63,6 +101,6 @@ def _run(policy_paths: Sequence[str], stdin: IO[Any], stdout: IO[str]) -> int:
 
 def hook_export() -> AuditExport | None:
     """The log export of a hook process: synchronous, for the one record it emits."""
-    from gateway.trail import audit_export_from_env
+    from gateway.hooks.trail import audit_export_from_env
 
     return audit_export_from_env(hook=True)

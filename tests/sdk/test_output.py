@@ -1,4 +1,4 @@
-from gateway.output import ResultTracker, result_failure, visible_to_caller
+from gateway.sdk.output import ResultTracker, result_failure, visible_to_caller
 
 
 def test_partial_stream_hidden_unless_asked() -> None:

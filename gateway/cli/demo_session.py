@@ -14,7 +14,7 @@ from typing import Any
 from claude_agent_sdk import ClaudeAgentOptions
 from rich.console import Console
 
-from gateway.run_command import RunRequest, execute
+from gateway.sdk.run import RunRequest, execute
 from gateway.telemetry.show import trace_show
 from gateway.testing import ScriptedServer
 

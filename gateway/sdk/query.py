@@ -13,8 +13,8 @@ from claude_agent_sdk import query as sdk_query
 # flags still come from ClaudeAgentOptions, and taps the raw JSON before the SDK parses it.
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
-from gateway.attachments import Attachments, compose_options
-from gateway.settings import policy_paths_from_env
+from gateway.env import policy_paths_from_env
+from gateway.sdk.attachments import Attachments, compose_options
 
 # Control-protocol frames: the SDK's business, never part of the conversation.
 _CONTROL_TYPES = frozenset(
@@ -79,7 +79,7 @@ async def query(
     forward_partial = options.include_partial_messages
     attached = attachments
     if attached is None:
-        from gateway.wiring import attach_gateway
+        from gateway.sdk.wiring import attach_gateway
 
         attached = Attachments()
         paths = list(policy) if policy is not None else policy_paths_from_env()

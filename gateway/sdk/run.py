@@ -1,20 +1,17 @@
-"""`agent-gateway run`: options in, the real agent loop, output and exit status out."""
+"""A run of the real agent loop with the gateway attached: options in, output and exit
+status out (`agent-gateway run`, remote runs, the demo)."""
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
-import sys
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKError
 
-from gateway.attachments import Attachments
-from gateway.errors import GatewayError
-from gateway.output import ResultTracker, StreamJsonPrinter, result_failure
-from gateway.runner import query
+from gateway.sdk.attachments import Attachments
+from gateway.sdk.output import ResultTracker, StreamJsonPrinter, result_failure
+from gateway.sdk.query import query
 
 
 @dataclass
@@ -27,51 +24,11 @@ class RunRequest:
     output_format: str = "text"
 
 
-def request_from_args(args: argparse.Namespace) -> RunRequest:
-    options = ClaudeAgentOptions(
-        cwd=args.cwd,
-        model=args.model,
-        max_turns=args.max_turns,
-        max_budget_usd=args.max_budget_usd,
-        permission_mode=args.permission_mode,
-        allowed_tools=[t for group in args.allowed_tools for t in group],
-        disallowed_tools=[t for group in args.disallowed_tools for t in group],
-        effort=args.effort,
-        resume=args.resume,
-        fork_session=args.fork_session,
-        settings=args.settings,
-        include_partial_messages=args.include_partial_messages,
-        extra_args={"autocompact": args.autocompact} if args.autocompact else {},
-    )
-    return RunRequest(
-        prompt=args.prompt,
-        options=options,
-        policy_paths=list(args.policy),
-        output_format=args.output_format,
-    )
-
-
-def run_command(args: argparse.Namespace) -> int:
-    if args.fork_session and not args.resume:
-        print("agent-gateway run: error: --fork-session needs --resume SESSION", file=sys.stderr)
-        return 2
-    if args.max_turns is not None and args.max_turns < 1:
-        print("agent-gateway run: error: --max-turns must be at least 1", file=sys.stderr)
-        return 2
-    try:
-        return asyncio.run(execute(request_from_args(args), sys.stdout, sys.stderr))
-    except GatewayError as exc:
-        print(f"agent-gateway run: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        return 130
-
-
 async def execute(
     request: RunRequest, out: TextIO, err: TextIO, extra_taps: list[Any] | None = None
 ) -> int:
     """Run to the end of the stream, print as asked, return the exit status."""
-    from gateway.wiring import attach_gateway
+    from gateway.sdk.wiring import attach_gateway
 
     tracker = ResultTracker()
     attachments = Attachments(taps=[tracker, *(extra_taps or [])])

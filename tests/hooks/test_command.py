@@ -13,7 +13,7 @@ import pytest
 from gateway.audit import verify
 
 POLICY = "version: 1\npermissions:\n  deny: ['Bash(rm:*)']\n  allow: ['Bash(ls:*)']\n"
-RUN = ("import sys; from gateway.hook_command import run_pre_tool_use; "
+RUN = ("import sys; from gateway.hooks.command import run_pre_tool_use; "
        "sys.exit(run_pre_tool_use(sys.argv[1:], sys.stdin.buffer, sys.stdout, sys.stderr))")
 
 

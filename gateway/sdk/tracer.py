@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gateway.settings import gateway_home, otel_env
+from gateway.env import gateway_home, otel_env
 from gateway.telemetry import ContentPolicy, SpanRef, TraceBuilder, traceparent_for
 from gateway.telemetry.export import SpanSink, export_settings, install_exit_flush, open_span_sink
 from gateway.telemetry.subagents import (

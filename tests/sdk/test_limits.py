@@ -9,7 +9,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 
 from gateway.errors import ConfigError
 from gateway.policy import Limits
-from gateway.wiring import apply_limits
+from gateway.sdk.wiring import apply_limits
 
 LIMITS = Limits(
     max_turns=10,

@@ -14,7 +14,7 @@ from gateway.archive.config import CompactionSettings
 from gateway.archive.local import LocalStore
 from gateway.archive.reader import verify
 from gateway.errors import HookInputError
-from gateway.hook_compact import (
+from gateway.hooks.compact import (
     CompactOutcome,
     archive_before_compact,
     parse_compact_request,
@@ -122,7 +122,7 @@ def test_in_process_hook_contract(
 HOOK = """
 import sys
 from gateway.archive.config import CompactionSettings
-from gateway.hook_compact import run_pre_compact_hook
+from gateway.hooks.compact import run_pre_compact_hook
 settings = CompactionSettings.model_validate_json(sys.argv[1])
 sys.exit(run_pre_compact_hook(sys.stdin, sys.stdout, sys.stderr, lambda: (settings, "ph")))
 """
@@ -168,7 +168,7 @@ def test_subprocess_optional_failure_exits_0(
 
 def test_hook_import_path_stays_light() -> None:
     code = (
-        "import sys, gateway.hook_compact, gateway.archive.archiver;"
+        "import sys, gateway.hooks.compact, gateway.archive.archiver;"
         "bad = [m for m in ('boto3', 'aiohttp', 'claude_agent_sdk') if m in sys.modules];"
         "print(bad)"
     )

@@ -1,6 +1,6 @@
 """One decision path for every vantage point: SDK callbacks in `agent-gateway run` and the
 HTTP hooks of `agent-gateway serve`. (The command hook takes the same decide-and-audit path
-through gateway.hook_command, minus the reloader, to stay fast to start.)
+through gateway.hooks.command, minus the reloader, to stay fast to start.)
 
 Never raises on bad input: whatever cannot be decided is denied, with the reason.
 """
@@ -16,14 +16,14 @@ from gateway.archive.config import CompactionSettings
 from gateway.audit.log import append_decision
 from gateway.audit.record import policy_redactor
 from gateway.errors import GatewayError, HookInputError
-from gateway.hook_compact import (
+from gateway.hookio.parse import tool_call_from_input
+from gateway.hookio.render import render_pre_tool_use
+from gateway.hooks.compact import (
     CompactOutcome,
     archive_before_compact,
     parse_compact_request,
     render_pre_compact,
 )
-from gateway.hookio.parse import tool_call_from_input
-from gateway.hookio.render import render_pre_tool_use
 from gateway.policy import Policy, decide
 from gateway.policy.reload import PolicyHolder
 from gateway.types import Decision, ToolCall
@@ -31,7 +31,7 @@ from gateway.types import Decision, ToolCall
 if TYPE_CHECKING:
     pass
 
-log = logging.getLogger("gateway.engine")
+log = logging.getLogger("gateway.hooks.engine")
 
 
 def deny(reason: str, policy_hash: str = "") -> Decision:
@@ -41,7 +41,7 @@ def deny(reason: str, policy_hash: str = "") -> Decision:
 
 
 class TrailSink(Protocol):
-    """Where records go as they are written (the off-host copy: gateway.trail.AuditExport)."""
+    """Where records go as they are written (the off-host copy: gateway.hooks.trail.AuditExport)."""
 
     def decision(self, record: Mapping[str, Any]) -> None: ...
 

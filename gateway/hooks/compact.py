@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gateway.archive.config import CompactionSettings
+from gateway.env import hook_log_export_requested
 from gateway.errors import GatewayError, HookInputError
-from gateway.settings import hook_log_export_requested
 from gateway.types import CompactRequest
 
 log = logging.getLogger("gateway.archive")
@@ -155,7 +155,7 @@ def run_pre_compact_hook(
 
 
 def _export_archive(manifest: Mapping[str, Any], store: str) -> None:
-    from gateway.hook_command import hook_export
+    from gateway.hooks.command import hook_export
 
     try:
         export = hook_export()

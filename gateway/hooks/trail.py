@@ -11,13 +11,13 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from gateway.settings import otel_env
+from gateway.env import otel_env
 from gateway.telemetry.audit_events import LogEvent, archive_event, decision_event
 from gateway.telemetry.ids import session_root, session_tool
 from gateway.telemetry.logs import LogSink, log_settings, open_log_sink
 from gateway.telemetry.model import SpanRef
 
-log = logging.getLogger("gateway.trail")
+log = logging.getLogger("gateway.hooks.trail")
 
 
 class SpanLocator(Protocol):

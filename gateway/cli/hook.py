@@ -1,0 +1,41 @@
+"""`agent-gateway hook EVENT`: Claude Code's command hook (gateway.hooks.command)."""
+
+from __future__ import annotations
+
+import argparse
+
+from gateway.cli.parser import Subcommands
+
+HOOK_EVENTS = ("pre-tool-use", "pre-compact")
+
+
+def add_parser(sub: Subcommands) -> None:
+    hook = sub.add_parser(
+        "hook", help="Claude Code command hook: hook JSON on stdin, decision on stdout"
+    )
+    hook.add_argument("event", choices=HOOK_EVENTS)
+    hook.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="policy file; repeat in order org, team, project",
+    )
+    hook.add_argument(
+        "--remote",
+        metavar="URL",
+        help="ask the gateway at URL instead (exit 2, blocking, if it cannot answer)",
+    )
+    hook.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="with --remote: how long to wait for the gateway",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from gateway.hooks.command import run_hook
+
+    return run_hook(args.event, args.policy, args.remote, args.timeout)

@@ -1,0 +1,4 @@
+"""Runs the gateway starts: `gateway.query` (the claude_agent_sdk signature), the attachments
+seam, the run's tracer and output, and `run.execute` behind `agent-gateway run`, remote runs
+and the demo. May import the cores and `hooks`; never `server` or `cli`.
+"""
