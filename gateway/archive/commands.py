@@ -14,12 +14,8 @@ from gateway.archive.config import CompactionSettings
 from gateway.archive.manifest import transcript_object
 from gateway.archive.reader import copy_object, manifests, resolve, verify_store
 from gateway.archive.store import ArchiveStore, open_store
-from gateway.errors import ArchiveError, ChainError, GatewayError
+from gateway.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ArchiveError, ChainError, GatewayError
 from gateway.integrity.checkpoint import checkpoint_summary
-
-EXIT_OK = 0
-EXIT_BROKEN = 1
-"""`archive verify` found a broken link."""
 
 
 def archive_list(
@@ -115,7 +111,7 @@ def archive_verify(
             (err or sys.stderr).write(f"archive verify: note: {note}\n")
         if report.broken is not None:
             (err or sys.stderr).write(f"archive verify: FAILED at {report.broken}\n")
-            return EXIT_BROKEN
+            return EXIT_FAILED
         (out or sys.stdout).write(
             f"archive verify: OK, {report.count} archives in {store.location}"
             f"{checkpoint_summary(report.checkpoint, report.keys)}\n"
@@ -138,7 +134,7 @@ def _run(
         return exc.exit_code
     except OSError as exc:
         (err or sys.stderr).write(f"agent-gateway archive: {exc}\n")
-        return 2
+        return EXIT_USAGE
 
 
 def _vouch(store: ArchiveStore) -> None:
@@ -147,8 +143,7 @@ def _vouch(store: ArchiveStore) -> None:
     broken = verify_store(store, objects=False).broken
     if broken is not None:
         raise ChainError(
-            f"the store fails verification at {broken}: not shown (run `archive verify`)",
-            position=broken.position,
+            f"the store fails verification at {broken}: not shown (run `archive verify`)"
         )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from gateway.archive.chain import ChainEntry, head_hash, next_seq
+from gateway.archive.manifest import Manifest
 from gateway.archive.sealing import CHECKPOINT_KEY, Sealing, next_checkpoint
 from gateway.archive.store import (
     ManifestBuilder,
@@ -108,7 +109,7 @@ class LocalStore:
                 found.append(ChainEntry(int(path.name), path.read_text().strip()))
         return sorted(found, key=lambda e: e.seq)
 
-    def append(self, build: ManifestBuilder, sealing: Sealing) -> dict[str, Any]:
+    def append(self, build: ManifestBuilder, sealing: Sealing) -> Manifest:
         self._ensure()
         with open(self.root / "lock", "a+b") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes

@@ -8,15 +8,54 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 from gateway.hashchain import HASH_KEY
 from gateway.integrity.keys import KeySet, sealed_link
+from gateway.types import JSONObject
 
 FORMAT = "agent-gateway.archive/1"
 
 FileRole = str
 """`transcript`, `subagents` or `tool-results`."""
+
+
+class FileEntry(TypedDict):
+    """One archived file as the manifest lists it (FileRecord.to_json)."""
+
+    role: FileRole
+    path: str
+    size: int
+    lines: int
+    sha256: str
+    object: str
+    stored_size: int
+    redactions: list[str]
+
+
+class Manifest(TypedDict):
+    """An archive's manifest as written (`manifest.json` in the store), linked and sealed."""
+
+    format: str
+    session_id: str
+    trigger: str
+    custom_instructions: str | None
+    prompt_id: str
+    transcript_path: str
+    offset: int
+    lines: int
+    created_at: str
+    gateway_version: str
+    policy_hash: str
+    redaction_rules: list[str]
+    hook_input: JSONObject
+    files: list[FileEntry]
+    seq: int
+    prev_hash: str
+    hash: str
+    """The archive id."""
+    key_id: NotRequired[str]
+    mac: NotRequired[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +76,7 @@ class FileRecord:
     redactions: tuple[str, ...] = ()
     """Ids of the redaction rules that matched, sorted."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FileEntry:
         return {
             "role": self.role,
             "path": self.path,
@@ -64,13 +103,14 @@ class ArchiveFacts:
     policy_hash: str
     files: Sequence[FileRecord]
     hook_input: Mapping[str, Any]
+    """The PreCompact hook input as received."""
     redaction_rules: Sequence[str] = ()
     """Ids of every redaction rule that was active, matched or not."""
 
 
 def build_manifest(
     facts: ArchiveFacts, prev_hash: str, position: int, keys: KeySet | None = None
-) -> dict[str, Any]:
+) -> Manifest:
     """The linked (and with keys, MACed) manifest at a 1-based chain position;
     `manifest["hash"]` is the archive id."""
     transcript = next((f for f in facts.files if f.role == "transcript"), None)
@@ -91,7 +131,7 @@ def build_manifest(
         "files": [f.to_json() for f in facts.files],
         "seq": position,
     }
-    return sealed_link(body, prev_hash, keys)
+    return cast(Manifest, sealed_link(body, prev_hash, keys))
 
 
 def archive_id(manifest: Mapping[str, Any]) -> str:

@@ -24,6 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from gateway.archive.chain import ChainEntry, head_hash, next_seq
 from gateway.archive.config import CompactionSettings
+from gateway.archive.manifest import Manifest
 from gateway.archive.sealing import CHECKPOINT_KEY, Sealing, next_checkpoint
 from gateway.archive.store import (
     ManifestBuilder,
@@ -159,7 +160,7 @@ class S3Store:
             raise ArchiveError(f"cannot list {self.location}: {exc}") from exc
         return sorted(found, key=lambda e: e.seq)
 
-    def append(self, build: ManifestBuilder, sealing: Sealing) -> dict[str, Any]:
+    def append(self, build: ManifestBuilder, sealing: Sealing) -> Manifest:
         for _ in range(APPEND_ATTEMPTS):
             entries = self.entries()
             manifest = build(head_hash(entries), len(entries) + 1)

@@ -14,14 +14,17 @@ import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from gateway.archive.chain import ChainEntry
 from gateway.archive.config import CompactionSettings
 from gateway.archive.sealing import Sealing
 from gateway.env import gateway_home
 
-ManifestBuilder = Callable[[str, int], dict[str, Any]]
+if TYPE_CHECKING:
+    from gateway.archive.manifest import Manifest
+
+ManifestBuilder = Callable[[str, int], "Manifest"]
 """Given the previous archive's hash and the new one's 1-based position, return the linked
 manifest to append."""
 
@@ -79,7 +82,7 @@ class ArchiveStore(Protocol):
         """The chain index in order."""
         ...
 
-    def append(self, build: ManifestBuilder, sealing: Sealing) -> dict[str, Any]:
+    def append(self, build: ManifestBuilder, sealing: Sealing) -> Manifest:
         """Atomically link a manifest after the current head and publish it, then move the
         checkpoint; returns the manifest."""
         ...

@@ -16,10 +16,9 @@ from typing import Any, TextIO
 
 from gateway.audit.log import audit_path
 from gateway.audit.verification import LogReport, read_log, verify_log
-from gateway.errors import ConfigError, GatewayError
+from gateway.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, GatewayError
 from gateway.integrity.checkpoint import checkpoint_summary
 
-EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 SUMMARY_CHARS = 100
 _RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -80,7 +79,7 @@ def audit_show(
         why = f" (the log is damaged at {damaged})" if damaged else ""
         err.write(f"audit show: no record {position} in {target}: it holds "
                   f"{len(records)}{why}\n")
-        return EXIT_UNUSABLE
+        return EXIT_USAGE
     record = records[position - 1]
     with _quiet_pipe(out) as write:
         write(json.dumps(record, sort_keys=True, ensure_ascii=False, indent=None if as_json
@@ -218,7 +217,7 @@ def _log_path(log: str | None) -> Path:
 def _unusable(command: str, exc: BaseException, err: TextIO) -> int:
     text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     err.write(f"{command}: {' '.join(str(text).split())}\n")
-    return exc.exit_code if isinstance(exc, GatewayError) else EXIT_UNUSABLE
+    return exc.exit_code if isinstance(exc, GatewayError) else EXIT_USAGE
 
 
 @contextmanager

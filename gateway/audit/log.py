@@ -26,10 +26,10 @@ import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from gateway.archive.redact import Redactor
-from gateway.audit.record import decision_record
+from gateway.audit.record import AuditRecord, decision_record
 from gateway.env import gateway_home
 from gateway.hashchain import GENESIS, HASH_KEY, PREV_KEY
 from gateway.integrity.checkpoint import checkpoint_line, checkpoint_problem, make_alarm
@@ -66,17 +66,17 @@ def append_decision(
     *,
     redactor: Redactor | None = None,
     keys: KeyChoice = FROM_ENV,
-    extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    extra: Mapping[str, str] | None = None,
+) -> AuditRecord:
     """Record one decision; returns the record as written (with `seq`, `hash`, `mac`).
     `extra` adds fields (the service: the caller's tenant)."""
     record = decision_record(call, decision, redactor=redactor)
-    return append_record({**record, **(extra or {})}, path, keys=keys)
+    return append_record({**record, **extra} if extra else record, path, keys=keys)
 
 
 def append_record(
-    record: Mapping[str, Any], path: Path | None = None, *, keys: KeyChoice = FROM_ENV
-) -> dict[str, Any]:
+    record: Mapping[str, object], path: Path | None = None, *, keys: KeyChoice = FROM_ENV
+) -> AuditRecord:
     """Number `record`, link it to the last one in the log, append it and move the checkpoint."""
     key_set = resolve_keys(keys)  # a bad key file fails before anything is written
     target = path or audit_path()
@@ -127,7 +127,7 @@ def append_record(
             chain=state.chain,
             checkpoint=checkpoint,
         )
-        return linked
+        return cast(AuditRecord, linked)
     except BaseException:
         _STATE.pop(key, None)  # never trust the cache for this file after a failure
         raise

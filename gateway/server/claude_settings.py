@@ -20,10 +20,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from gateway.env import TOKEN_ENV
+
 if TYPE_CHECKING:
     from gateway.policy import Policy
 
-TOKEN_ENV = "AGENT_GATEWAY_TOKEN"
 API_KEY_HELPER = f'printf %s "${TOKEN_ENV}"'
 """Run by Claude Code with /bin/sh; its output goes to the gateway's proxy as the token."""
 BLOCKING_EVENTS = ("PreToolUse", "PreCompact")

@@ -12,6 +12,7 @@ import stat
 from dataclasses import dataclass
 from typing import Protocol
 
+from gateway.env import config_home, variable
 from gateway.policy.shell.words import Word
 
 MAX_SCRIPT_BYTES = 256 * 1024
@@ -90,7 +91,7 @@ class DiskFiles:
 
 
     def environment(self, name: str) -> str | None:
-        return os.environ.get(name)
+        return variable(name)
 
 
 class NoFiles:
@@ -126,7 +127,7 @@ def _git_config_files(cwd: str) -> list[str]:
             break
         here = parent
     home = os.path.expanduser("~")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    xdg = config_home()
     files += [os.path.join(home, ".gitconfig"), os.path.join(xdg, "git", "config"),
               "/etc/gitconfig"]
     return files
