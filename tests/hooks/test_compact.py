@@ -27,13 +27,6 @@ from tests.fixtures import CLAUDE_CODE_RECORDINGS
 REFERENCE = CLAUDE_CODE_RECORDINGS / "hook-inputs.jsonl"
 
 
-@pytest.fixture
-def unwritable(tmp_path: Path) -> str:
-    blocker = tmp_path / "not-a-dir"
-    blocker.write_text("x")
-    return str(blocker / "store")
-
-
 def test_archived(make_session: Callable[..., Session], settings: CompactionSettings) -> None:
     outcome = archive_before_compact(make_session().request(), settings, "ph")
     assert len(outcome.archive_id) == 64 and not outcome.blocked and not outcome.error
