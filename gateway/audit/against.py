@@ -51,11 +51,6 @@ class Comparison:
     malformed: tuple[str, ...]
 
     @property
-    def first_bad(self) -> int | None:
-        bad = [*self.missing_locally, *self.different]
-        return min(bad) if bad else None
-
-    @property
     def ok(self) -> bool:
         return not (
             self.missing_locally or self.missing_from_export or self.different or self.malformed

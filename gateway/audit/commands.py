@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from gateway.audit.log import audit_path
 from gateway.audit.verification import LogReport, read_log, verify_log
-from gateway.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, GatewayError
+from gateway.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, GatewayError, one_line
 from gateway.integrity.checkpoint import checkpoint_summary
 
 SUMMARY_CHARS = 100
@@ -215,8 +215,8 @@ def _log_path(log: str | None) -> Path:
 
 
 def _unusable(command: str, exc: BaseException, err: TextIO) -> int:
-    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    err.write(f"{command}: {' '.join(str(text).split())}\n")
+    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else one_line(exc)
+    err.write(f"{command}: {text}\n")
     return exc.exit_code if isinstance(exc, GatewayError) else EXIT_USAGE
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from gateway.cli.parser import Subcommands
 from gateway.env import TOKEN_ENV, TOKENS_FILE_ENV, gateway_token
 from gateway.env import tokens_file as env_tokens_file
-from gateway.errors import GatewayError
+from gateway.errors import GatewayError, one_line
 
 DRAIN_SECONDS = 30.0
 
@@ -69,7 +69,7 @@ def serve_command(args: ServeArgs) -> int:
     try:
         return _serve(args, token, tokens_file)
     except GatewayError as exc:
-        print(f"{prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:
         print(f"{prog}: error: {exc.strerror or exc}", file=sys.stderr)

@@ -11,6 +11,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from gateway.errors import one_line
 from gateway.hookio.events import is_hook_event, spelled_like
 from gateway.server.auth import TokenTable, auth_middleware, caller_of
 from gateway.server.bodies import BodyError, JSONBody, parse_object, read_limited
@@ -151,7 +152,7 @@ async def _runs(request: web.Request) -> web.StreamResponse:
         _, body = await _read_json(request, MAX_HOOK_BODY)
         run = await service.prepare_run(body, caller)
     except (BodyError, RunRefused) as exc:
-        return web.json_response({"error": " ".join(str(exc).split())}, status=exc.status)
+        return web.json_response({"error": one_line(exc)}, status=exc.status)
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     await response.prepare(request)
     async for line in service.stream_run(run, caller):

@@ -20,7 +20,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from gateway.env import TOKEN_ENV, variable
-from gateway.errors import ConfigError
+from gateway.errors import ConfigError, one_line
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 TOKEN_HEADER = "X-Agent-Gateway-Token"
@@ -102,7 +102,7 @@ def _read_tokens_file(path: Path) -> dict[str, Caller]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: {' '.join(str(exc).split())}") from None
+        raise ConfigError(f"{path}: {one_line(exc)}") from None
     if not isinstance(data, dict) or set(data) != {"tokens"}:
         raise ConfigError(f"{path}: expected exactly one key, 'tokens:', holding a list")
     entries = data["tokens"]

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, cast
 
 from aiohttp import web
 
+from gateway.errors import one_line
 from gateway.types import JSONObject
 
 MAX_DEPTH = 64
@@ -92,7 +93,7 @@ def parse_object(data: bytes, max_depth: int = MAX_DEPTH) -> JSONObject:
     except RecursionError:
         raise BodyError(400, f"JSON nested deeper than {max_depth} levels") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise BodyError(400, f"malformed JSON: {' '.join(str(exc).split())}") from None
+        raise BodyError(400, f"malformed JSON: {one_line(exc)}") from None
     if not isinstance(value, dict):
         raise BodyError(400, "expected a JSON object")
     value = cast(JSONObject, value)

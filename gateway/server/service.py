@@ -309,7 +309,7 @@ class GatewayService:
             # Whether an archive is required is unknown: compaction must wait.
             reason = f"agent-gateway cannot load this caller's policy: {exc}"
             log.error("policy for caller %s does not load: %s", caller.name, exc)
-            self._unloadable[self._layers(caller)] = " ".join(str(exc).split())
+            self._unloadable[self._layers(caller)] = one_line(exc)
             await self._record_compaction(body, caller, ev.BLOCK, reason, "")
             return HookReply(200, {"decision": "block", "reason": " ".join(reason.split())})
         started = time.time_ns()
@@ -395,7 +395,7 @@ class GatewayService:
             try:
                 engine.policy  # noqa: B018 (checks the files and reloads when they changed)
             except Exception as exc:
-                warnings.append(f"policy {', '.join(layers)}: {' '.join(str(exc).split())}")
+                warnings.append(f"policy {', '.join(layers)}: {one_line(exc)}")
             if engine.reload_error:
                 warnings.append(
                     f"policy reload failed, the last good policy stays in force: "
@@ -442,7 +442,7 @@ class GatewayService:
         try:
             spec = parse_run_request(body, self._layers(caller))
         except ValueError as exc:
-            raise RunRefused(400, " ".join(str(exc).split())) from None
+            raise RunRefused(400, one_line(exc)) from None
         cwd = spec.options.get("cwd")
         if not cwd:
             raise RunRefused(400, "'cwd' is required: a directory inside one of the runs roots")
@@ -523,7 +523,7 @@ def _store_problem(engine: Engine) -> str:
     try:
         settings, _ = engine.compaction_settings()
     except Exception as exc:
-        return f"compaction settings: {' '.join(str(exc).split())}"
+        return f"compaction settings: {one_line(exc)}"
     if not settings.archive or settings.store != "local":
         return ""
     from gateway.archive.store import local_root

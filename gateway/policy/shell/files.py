@@ -1,6 +1,6 @@
 """What the scanner may look up on disk: script files a shell is asked to run, glob matches
-and git aliases. The one impure part of shell analysis, behind a small interface so tests
-can use `NO_FILES` and decisions stay bounded (sizes, counts) whatever the disk holds.
+and git aliases. The one impure part of shell analysis, behind a small interface (tests pass
+their own) so decisions stay bounded (sizes, counts) whatever the disk holds.
 """
 
 from __future__ import annotations
@@ -94,24 +94,7 @@ class DiskFiles:
         return variable(name)
 
 
-class NoFiles:
-    """Nothing on disk is known: scripts are unknown, globs cannot be expanded."""
-
-    def script(self, path: str, cwd: str) -> ScriptText:
-        return ScriptText(None, f"{path} is read at run time")
-
-    def glob(self, pattern: str, cwd: str) -> list[str] | None:
-        return None
-
-    def git_alias(self, name: str, cwd: str) -> Word | None:
-        return None
-
-    def environment(self, name: str) -> str | None:
-        return None
-
-
 DISK = DiskFiles()
-NO_FILES = NoFiles()
 
 
 def _git_config_files(cwd: str) -> list[str]:

@@ -54,5 +54,3 @@ class CodeEffects:
     unparseable: str = ""
     """'' or why the code cannot be known statically."""
 
-
-NOTHING = CodeEffects()
