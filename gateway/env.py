@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 HOME_ENV = "AGENT_GATEWAY_HOME"
 POLICY_ENV = "AGENT_GATEWAY_POLICY"
@@ -60,9 +61,15 @@ def otel_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith("OTEL_") or k in _PROXY_VARIABLES}
 
 
-def trace_context() -> tuple[str | None, str | None]:
-    """TRACEPARENT and TRACESTATE (W3C trace context handed down by a parent process)."""
-    return os.environ.get("TRACEPARENT"), os.environ.get("TRACESTATE")
+class TraceContext(NamedTuple):
+    """W3C trace context handed down by a parent process (TRACEPARENT, TRACESTATE)."""
+
+    traceparent: str | None
+    tracestate: str | None
+
+
+def trace_context() -> TraceContext:
+    return TraceContext(os.environ.get("TRACEPARENT"), os.environ.get("TRACESTATE"))
 
 
 def policy_paths_from_env() -> list[str]:

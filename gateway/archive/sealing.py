@@ -11,7 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.archive.chain import NOUN, ChainEntry
-from gateway.integrity.checkpoint import checkpoint_line, checkpoint_problem, make_alarm
+from gateway.integrity.checkpoint import (
+    Alarm,
+    Checkpoint,
+    checkpoint_line,
+    checkpoint_problem,
+    make_alarm,
+)
 from gateway.integrity.keys import KeySet
 
 CHECKPOINT_KEY = "checkpoint.json"
@@ -32,11 +38,11 @@ def next_checkpoint(
     appended: ChainEntry,
     location: str,
     sealing: Sealing,
-) -> dict[str, Any]:
+) -> Checkpoint:
     """The checkpoint after `appended` joined `entries`; an alarm when the store and its
     checkpoint disagreed before it (carried on from then on)."""
     count = len(entries)
-    alarm: dict[str, Any] | None = None
+    alarm: Alarm | None = None
     if previous is None:
         if count and head_manifest is not None and "seq" in head_manifest:
             alarm = make_alarm(count, "the checkpoint was missing (deleted?) when the next "

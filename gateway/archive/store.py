@@ -20,6 +20,7 @@ from gateway.archive.chain import ChainEntry
 from gateway.archive.config import CompactionSettings
 from gateway.archive.sealing import Sealing
 from gateway.env import gateway_home
+from gateway.errors import ConfigError
 
 if TYPE_CHECKING:
     from gateway.archive.manifest import Manifest
@@ -104,10 +105,17 @@ def local_root(settings: CompactionSettings, home: Path | None = None) -> Path:
 
 
 def open_store(settings: CompactionSettings, home: Path | None = None) -> ArchiveStore:
-    """The store the settings name; boto3 is imported only for S3."""
+    """The store the settings name; boto3 is imported only for S3 (the `s3` extra)."""
     if settings.store == "s3":
-        from gateway.archive.s3 import S3Store
-
+        try:
+            from gateway.archive.s3 import S3Store
+        except ModuleNotFoundError as exc:
+            if exc.name not in ("boto3", "botocore"):
+                raise
+            raise ConfigError(
+                f"compaction store s3 needs the {exc.name} package: "
+                "pip install 'agent-gateway[s3]'"
+            ) from None
         return S3Store.from_settings(settings)
     from gateway.archive.local import LocalStore
 

@@ -32,7 +32,12 @@ from gateway.archive.redact import Redactor
 from gateway.audit.record import AuditRecord, decision_record
 from gateway.env import gateway_home
 from gateway.hashchain import GENESIS, HASH_KEY, PREV_KEY
-from gateway.integrity.checkpoint import checkpoint_line, checkpoint_problem, make_alarm
+from gateway.integrity.checkpoint import (
+    Alarm,
+    checkpoint_line,
+    checkpoint_problem,
+    make_alarm,
+)
 from gateway.integrity.keys import FROM_ENV, KeyChoice, KeySet, resolve_keys, sealed_line
 from gateway.types import Decision, ToolCall
 
@@ -166,7 +171,7 @@ def _file_identity(path: Path) -> _Identity | None:
 
 def _survey(
     fd: int, cp_file: Path, keys: KeySet | None, known: _Tail | None, now: str
-) -> tuple[_Tail, dict[str, Any] | None]:
+) -> tuple[_Tail, Alarm | None]:
     """Read the log's tail and the checkpoint: where the chain stands, and any alarm."""
     last = _last_line(fd)
     tail = _parse(last)
@@ -179,7 +184,7 @@ def _survey(
         head = hashlib.sha256(last).hexdigest()
     checkpoint = read_checkpoint(cp_file)
     chain = str((tail or {}).get(CHAIN) or (checkpoint or {}).get(CHAIN) or os.urandom(8).hex())
-    alarm: dict[str, Any] | None = None
+    alarm: Alarm | None = None
     problem = checkpoint_problem(checkpoint, keys) if checkpoint is not None else None
 
     if checkpoint is None:

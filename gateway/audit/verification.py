@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from gateway.audit.log import CHAIN, SEQ, audit_path, checkpoint_path, read_checkpoint
 from gateway.hashchain import GENESIS, HASH_KEY, MAC_KEY, link_problem
@@ -42,7 +42,16 @@ class LogReport:
         return str((self.checkpoint or {}).get(CHAIN) or "")
 
 
-def read_log(path: Path) -> tuple[list[dict[str, Any]], Finding | None, dict[str, Any] | None]:
+class LogRead(NamedTuple):
+    records: list[dict[str, Any]]
+    """Every record up to the first line that is not a JSON object (as read: unverified)."""
+    unreadable: Finding | None
+    """That line, when there is one."""
+    checkpoint: dict[str, Any] | None
+    """The checkpoint as it stood with the records; None when there is none."""
+
+
+def read_log(path: Path) -> LogRead:
     """The log's records (up to the first line that is not a JSON object, named as a finding)
     and its checkpoint, as they stood together: the lock is held (shared) only while the
     checkpoint is read and the log's length noted, and the records are read up to that length
@@ -57,12 +66,12 @@ def read_log(path: Path) -> tuple[list[dict[str, Any]], Finding | None, dict[str
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
             records, finding = _parse_lines(_lines_up_to(handle, size))
-            return records, finding, checkpoint
+            return LogRead(records, finding, checkpoint)
     except FileNotFoundError:
         checkpoint = read_checkpoint(checkpoint_path(path))
         if checkpoint is not None and path.exists():  # created meanwhile: read it properly
             return read_log(path)
-        return [], None, checkpoint
+        return LogRead([], None, checkpoint)
 
 
 def _lines_up_to(handle: BinaryIO, size: int) -> Iterator[bytes]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TextIO
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKError
 
 from gateway.errors import EXIT_FAILED, EXIT_OK, one_line
-from gateway.sdk.attachments import Attachments
+from gateway.sdk.attachments import Attachments, MessageTap
 from gateway.sdk.output import ResultTracker, StreamJsonPrinter, result_failure
 from gateway.sdk.query import query
 
@@ -26,7 +26,7 @@ class RunRequest:
 
 
 async def execute(
-    request: RunRequest, out: TextIO, err: TextIO, extra_taps: list[Any] | None = None
+    request: RunRequest, out: TextIO, err: TextIO, extra_taps: list[MessageTap] | None = None
 ) -> int:
     """Run to the end of the stream, print as asked, return the exit status."""
     from gateway.sdk.wiring import attach_gateway
