@@ -12,7 +12,7 @@ from typing import BinaryIO, TextIO
 
 from gateway.archive.config import CompactionSettings
 from gateway.archive.manifest import transcript_object
-from gateway.archive.reader import copy_object, manifests, resolve, verify_store
+from gateway.archive.reader import Stored, copy_object, manifests, resolve, verify_store
 from gateway.archive.store import ArchiveStore, open_store
 from gateway.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ArchiveError, ChainError, GatewayError
 from gateway.integrity.checkpoint import checkpoint_summary
@@ -56,8 +56,7 @@ def archive_show(
 
     def body(store: ArchiveStore) -> int:
         stdout = out or sys.stdout.buffer
-        _, manifest = resolve(store, archive_id)
-        _vouch(store)
+        _, manifest = _vouched(store, archive_id)
         stdout.write(json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n\n")
         digest = transcript_object(manifest)
         if digest is not None:
@@ -80,8 +79,7 @@ def archive_export(
     """Write manifest.json and every archived file (project-relative layout) into `directory`."""
 
     def body(store: ArchiveStore) -> int:
-        entry, manifest = resolve(store, archive_id)
-        _vouch(store)
+        entry, manifest = _vouched(store, archive_id)
         target = Path(directory)
         target.mkdir(parents=True, exist_ok=True)
         (target / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
@@ -137,14 +135,17 @@ def _run(
         return EXIT_USAGE
 
 
-def _vouch(store: ArchiveStore) -> None:
-    """Refuse to hand out an archive from a chain that does not hold (its manifests, MACs and
-    checkpoint; each object's own hash is checked as it is copied out)."""
+def _vouched(store: ArchiveStore, archive_id: str) -> Stored:
+    """The archive `archive_id` (a unique prefix) names, refused from a chain that does not
+    hold (its manifests, MACs and checkpoint; each object's own hash is checked as it is
+    copied out)."""
+    found = resolve(store, archive_id)
     broken = verify_store(store, objects=False).broken
     if broken is not None:
         raise ChainError(
             f"the store fails verification at {broken}: not shown (run `archive verify`)"
         )
+    return found
 
 
 def _inside(root: Path, rel: str) -> Path:

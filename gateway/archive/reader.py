@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import zstandard
 
@@ -21,7 +21,14 @@ from gateway.integrity.keys import FROM_ENV, KeyChoice, KeySet, resolve_keys
 MIN_PREFIX = 4
 
 
-def resolve(store: ArchiveStore, prefix: str) -> tuple[ChainEntry, dict[str, Any]]:
+class Stored(NamedTuple):
+    """One archive as the store holds it: its chain entry and its manifest (as read)."""
+
+    entry: ChainEntry
+    manifest: dict[str, Any]
+
+
+def resolve(store: ArchiveStore, prefix: str) -> Stored:
     """The chain entry and manifest of the one archive whose id starts with `prefix`."""
     prefix = prefix.strip().lower()
     if len(prefix) < MIN_PREFIX:
@@ -34,7 +41,7 @@ def resolve(store: ArchiveStore, prefix: str) -> tuple[ChainEntry, dict[str, Any
     manifest = store.read_manifest(matches[0].archive_id)
     if manifest is None:
         raise ArchiveError(f"archive {matches[0].archive_id}: manifest missing")
-    return matches[0], manifest
+    return Stored(matches[0], manifest)
 
 
 def manifests(store: ArchiveStore) -> Iterator[tuple[ChainEntry, dict[str, Any] | None]]:
