@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from gateway.archive.config import CompactionSettings
-from gateway.archive.manifest import transcript_object
+from gateway.archive.manifest import archived_files, transcript_object
 from gateway.archive.reader import Stored, copy_object, manifests, resolve, verify_store
 from gateway.archive.store import ArchiveStore, open_store
 from gateway.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ArchiveError, ChainError, GatewayError
@@ -83,11 +83,11 @@ def archive_export(
         target = Path(directory)
         target.mkdir(parents=True, exist_ok=True)
         (target / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-        for f in manifest.get("files", []):
-            dest = _inside(target, str(f["path"]))
+        for f in archived_files(manifest):
+            dest = _inside(target, f.path)
             dest.parent.mkdir(parents=True, exist_ok=True)
             with open(dest, "wb") as fh:
-                copy_object(store, str(f["object"]), fh.write)
+                copy_object(store, f.object, fh.write)
         (out or sys.stdout).write(f"{entry.archive_id} exported to {target}\n")
         return EXIT_OK
 

@@ -8,7 +8,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from gateway.archive.chain import ChainEntry, head_hash, next_seq
 from gateway.archive.manifest import Manifest
@@ -23,6 +23,7 @@ from gateway.archive.store import (
 )
 from gateway.errors import ArchiveError
 from gateway.hashchain import canonical_json
+from gateway.types import JSONObject
 
 
 class _LocalStaged:
@@ -92,7 +93,7 @@ class LocalStore:
         except FileNotFoundError as exc:
             raise ArchiveError(f"object {digest} missing from {self.location}") from exc
 
-    def read_manifest(self, archive_id: str) -> dict[str, Any] | None:
+    def read_manifest(self, archive_id: str) -> JSONObject | None:
         try:
             data = (self.root / manifest_key(archive_id)).read_bytes()
         except (FileNotFoundError, NotADirectoryError):
@@ -127,7 +128,7 @@ class LocalStore:
             self.write_atomic(CHECKPOINT_KEY, canonical_json(checkpoint) + b"\n")
         return manifest
 
-    def read_checkpoint(self) -> dict[str, Any] | None:
+    def read_checkpoint(self) -> JSONObject | None:
         try:
             data = (self.root / CHECKPOINT_KEY).read_bytes()
         except (FileNotFoundError, NotADirectoryError):

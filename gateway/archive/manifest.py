@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict, cast
+from typing import NamedTuple, NotRequired, TypedDict, cast
 
+from gateway.errors import ArchiveError
 from gateway.hashchain import HASH_KEY
 from gateway.integrity.keys import KeySet, sealed_link
-from gateway.types import JSONObject
+from gateway.types import JSON, JSONObject
 
 FORMAT = "agent-gateway.archive/1"
 
@@ -102,7 +103,7 @@ class ArchiveFacts:
     gateway_version: str
     policy_hash: str
     files: Sequence[FileRecord]
-    hook_input: Mapping[str, Any]
+    hook_input: Mapping[str, JSON]
     """The PreCompact hook input as received."""
     redaction_rules: Sequence[str] = ()
     """Ids of every redaction rule that was active, matched or not."""
@@ -114,7 +115,7 @@ def build_manifest(
     """The linked (and with keys, MACed) manifest at a 1-based chain position;
     `manifest["hash"]` is the archive id."""
     transcript = next((f for f in facts.files if f.role == "transcript"), None)
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "format": FORMAT,
         "session_id": facts.session_id,
         "trigger": facts.trigger,
@@ -134,11 +135,33 @@ def build_manifest(
     return cast(Manifest, sealed_link(body, prev_hash, keys))
 
 
-def archive_id(manifest: Mapping[str, Any]) -> str:
+class ArchivedFile(NamedTuple):
+    path: str
+    """Relative to the session's project directory."""
+    object: str
+    """The stored object's content address."""
+
+
+def archived_files(manifest: Mapping[str, JSON]) -> list[ArchivedFile]:
+    """Every file a manifest lists; ArchiveError naming the first one that is malformed."""
+    files = manifest.get("files")
+    if not isinstance(files, list):
+        raise ArchiveError("the manifest has no list of files")
+    found: list[ArchivedFile] = []
+    for n, f in enumerate(files):
+        path = f.get("path") if isinstance(f, dict) else None
+        digest = f.get("object") if isinstance(f, dict) else None
+        if not isinstance(path, str) or not isinstance(digest, str):
+            raise ArchiveError(f"the manifest's files[{n}] has no path and object")
+        found.append(ArchivedFile(path, digest))
+    return found
+
+
+def archive_id(manifest: Mapping[str, JSON]) -> str:
     return str(manifest[HASH_KEY])
 
 
-def object_digests(manifest: Mapping[str, Any]) -> list[str]:
+def object_digests(manifest: Mapping[str, JSON]) -> list[str]:
     """Content addresses of every object the manifest references, in manifest order."""
     files = manifest.get("files")
     if not isinstance(files, list):
@@ -146,7 +169,7 @@ def object_digests(manifest: Mapping[str, Any]) -> list[str]:
     return [str(f["object"]) for f in files if isinstance(f, Mapping) and "object" in f]
 
 
-def transcript_object(manifest: Mapping[str, Any]) -> str | None:
+def transcript_object(manifest: Mapping[str, JSON]) -> str | None:
     files = manifest.get("files")
     if not isinstance(files, list):
         return None

@@ -17,6 +17,7 @@ from gateway.errors import ArchiveError
 from gateway.hashchain import GENESIS, MAC_KEY
 from gateway.integrity.checkpoint import checkpoint_finding
 from gateway.integrity.keys import FROM_ENV, KeyChoice, KeySet, resolve_keys
+from gateway.types import JSON, JSONObject
 
 MIN_PREFIX = 4
 
@@ -25,7 +26,7 @@ class Stored(NamedTuple):
     """One archive as the store holds it: its chain entry and its manifest (as read)."""
 
     entry: ChainEntry
-    manifest: dict[str, Any]
+    manifest: JSONObject
 
 
 def resolve(store: ArchiveStore, prefix: str) -> Stored:
@@ -44,7 +45,7 @@ def resolve(store: ArchiveStore, prefix: str) -> Stored:
     return Stored(matches[0], manifest)
 
 
-def manifests(store: ArchiveStore) -> Iterator[tuple[ChainEntry, dict[str, Any] | None]]:
+def manifests(store: ArchiveStore) -> Iterator[tuple[ChainEntry, JSONObject | None]]:
     for entry in store.entries():
         yield entry, store.read_manifest(entry.archive_id)
 
@@ -79,7 +80,7 @@ class StoreReport:
     count: int
     """Archives verified before the first break (all of them when there is none)."""
     broken: Break | None
-    checkpoint: Mapping[str, Any] | None = None
+    checkpoint: Mapping[str, JSON] | None = None
     notes: tuple[str, ...] = ()
     keys: KeySet | None = None
 
@@ -130,10 +131,10 @@ def verify_store(
 
 def _walk(
     store: ArchiveStore, entries: list[ChainEntry], keys: KeySet | None, objects: bool = True
-) -> tuple[int, Break | None, dict[str, Any] | None]:
+) -> tuple[int, Break | None, JSONObject | None]:
     prev = GENESIS
     checked: set[str] = set()
-    manifest: dict[str, Any] | None = None
+    manifest: JSONObject | None = None
     for count, entry in enumerate(entries):
         manifest = store.read_manifest(entry.archive_id)
         broken = check_link(entry, count, prev, manifest, keys)

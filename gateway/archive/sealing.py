@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from gateway.archive.chain import NOUN, ChainEntry
 from gateway.integrity.checkpoint import (
@@ -18,7 +17,9 @@ from gateway.integrity.checkpoint import (
     checkpoint_problem,
     make_alarm,
 )
+from gateway.integrity.checkpoint import counted as checkpoint_count
 from gateway.integrity.keys import KeySet
+from gateway.types import JSON
 
 CHECKPOINT_KEY = "checkpoint.json"
 
@@ -32,9 +33,9 @@ class Sealing:
 
 
 def next_checkpoint(
-    previous: Mapping[str, Any] | None,
+    previous: Mapping[str, JSON] | None,
     entries: Sequence[ChainEntry],
-    head_manifest: Mapping[str, Any] | None,
+    head_manifest: Mapping[str, JSON] | None,
     appended: ChainEntry,
     location: str,
     sealing: Sealing,
@@ -52,7 +53,7 @@ def next_checkpoint(
                            sealing.time)
         previous = None
     else:
-        counted = int(previous["count"])
+        counted = checkpoint_count(previous)
         if counted > count:
             alarm = make_alarm(
                 count + 1,

@@ -14,13 +14,14 @@ import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from gateway.archive.chain import ChainEntry
 from gateway.archive.config import CompactionSettings
 from gateway.archive.sealing import Sealing
 from gateway.env import gateway_home
 from gateway.errors import ConfigError
+from gateway.types import JSONObject
 
 if TYPE_CHECKING:
     from gateway.archive.manifest import Manifest
@@ -38,7 +39,7 @@ def manifest_key(archive_id: str) -> str:
     return f"manifests/{archive_id}.json"
 
 
-def decode_manifest(data: bytes) -> dict[str, Any]:
+def decode_manifest(data: bytes) -> JSONObject:
     """A stored manifest; `{"unreadable": True}` when it is not a JSON object (verify says so)."""
     try:
         value = json.loads(data)
@@ -47,7 +48,7 @@ def decode_manifest(data: bytes) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"unreadable": True}
 
 
-def decode_checkpoint(data: bytes) -> dict[str, Any]:
+def decode_checkpoint(data: bytes) -> JSONObject:
     """A stored checkpoint; {} when it is not a JSON object (verify says it is untrustworthy)."""
     value = decode_manifest(data)
     return {} if value.get("unreadable") is True else value
@@ -77,7 +78,7 @@ class ArchiveStore(Protocol):
         """The compressed object; ArchiveError when missing."""
         ...
 
-    def read_manifest(self, archive_id: str) -> dict[str, Any] | None: ...
+    def read_manifest(self, archive_id: str) -> JSONObject | None: ...
 
     def entries(self) -> list[ChainEntry]:
         """The chain index in order."""
@@ -88,7 +89,7 @@ class ArchiveStore(Protocol):
         checkpoint; returns the manifest."""
         ...
 
-    def read_checkpoint(self) -> dict[str, Any] | None:
+    def read_checkpoint(self) -> JSONObject | None:
         """The store's checkpoint; None when there is none, {} when it is unreadable."""
         ...
 

@@ -18,6 +18,7 @@ from gateway.audit.log import audit_path
 from gateway.audit.verification import LogReport, read_log, verify_log
 from gateway.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, GatewayError, one_line
 from gateway.integrity.checkpoint import checkpoint_summary
+from gateway.types import JSON
 
 SUMMARY_CHARS = 100
 _RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
@@ -135,7 +136,7 @@ def _against(report: LogReport, export: Path) -> tuple[list[str], bool]:
     return [*problems, *result.lines()], bool(problems) or not result.ok
 
 
-def list_line(position: int, record: Mapping[str, Any]) -> str:
+def list_line(position: int, record: Mapping[str, JSON]) -> str:
     flag = " (would deny)" if record.get("would_deny") else ""
     return "  ".join(
         (
@@ -182,7 +183,7 @@ def parse_since(value: str, now: datetime) -> datetime:
 
 
 def _selected(
-    record: Mapping[str, Any],
+    record: Mapping[str, JSON],
     session: str | None,
     decision: str | None,
     rule: str | None,

@@ -26,7 +26,7 @@ import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import NamedTuple, cast
 
 from gateway.archive.redact import Redactor
 from gateway.audit.record import AuditRecord, decision_record
@@ -34,12 +34,15 @@ from gateway.env import gateway_home
 from gateway.hashchain import GENESIS, HASH_KEY, PREV_KEY
 from gateway.integrity.checkpoint import (
     Alarm,
+    Stored,
     checkpoint_line,
     checkpoint_problem,
+    counted,
     make_alarm,
+    number,
 )
 from gateway.integrity.keys import FROM_ENV, KeyChoice, KeySet, resolve_keys, sealed_line
-from gateway.types import Decision, ToolCall
+from gateway.types import JSON, Decision, JSONObject, ToolCall
 
 _TAIL_CHUNK = 4096
 _PAD_LIMIT = 64 * 1024
@@ -151,7 +154,7 @@ class _Tail(NamedTuple):
     head: str
     records: int
     chain: str
-    checkpoint: Mapping[str, Any] | None
+    checkpoint: Stored | None
 
 
 _STATE: dict[str, _Tail] = {}
@@ -198,13 +201,13 @@ def _survey(
         alarm = make_alarm(max(1, count), f"the checkpoint could not be trusted: {problem}", now)
         return _Tail(None, None, head, count, chain, None), alarm
 
-    expected = int(checkpoint["count"])
+    expected = counted(checkpoint)
     seq = (tail or {}).get(SEQ, expected) if expected else 0
     if checkpoint.get("head") == head and seq == expected:
         count = expected
         if known is not None and known.checkpoint is not None and known.chain == chain:
-            mine = int(known.checkpoint.get("seq", 0))
-            if int(checkpoint["seq"]) < mine:
+            mine = number(known.checkpoint)
+            if number(checkpoint) < mine:
                 alarm = make_alarm(
                     count + 1,
                     f"checkpoint #{checkpoint['seq']} found where this writer had written "
@@ -227,7 +230,7 @@ def _survey(
 
 
 def _finished_by_key_holder(
-    tail: Mapping[str, Any] | None, checkpoint: Mapping[str, Any], keys: KeySet | None
+    tail: Mapping[str, JSON] | None, checkpoint: Mapping[str, JSON], keys: KeySet | None
 ) -> bool:
     """One record past the checkpoint, linked to its head and sealed with a known key: only a
     key holder wrote it, and it was stopped before moving the checkpoint."""
@@ -235,12 +238,12 @@ def _finished_by_key_holder(
         keys is not None
         and tail is not None
         and tail.get(PREV_KEY) == checkpoint.get("head")
-        and tail.get(SEQ) == int(checkpoint["count"]) + 1
+        and tail.get(SEQ) == counted(checkpoint) + 1
         and keys.check(tail) is None
     )
 
 
-def read_checkpoint(path: Path) -> dict[str, Any] | None:
+def read_checkpoint(path: Path) -> JSONObject | None:
     """The checkpoint beside a log; None when there is none, {} when it is unreadable."""
     try:
         data = path.read_bytes()
@@ -270,7 +273,7 @@ def _write_checkpoint(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def _parse(line: bytes) -> dict[str, Any] | None:
+def _parse(line: bytes) -> JSONObject | None:
     try:
         value = json.loads(line)
     except ValueError:

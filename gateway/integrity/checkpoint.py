@@ -175,6 +175,16 @@ def checkpoint_finding(
     return compare(checkpoint, count, hash_at, noun)
 
 
+def counted(checkpoint: Stored) -> int:
+    """The item count a checkpoint states (0 when it states none: see checkpoint_problem)."""
+    return _int(checkpoint.get("count"))
+
+
+def number(checkpoint: Stored) -> int:
+    """The checkpoint's own number, `seq` (0 when it has none)."""
+    return _int(checkpoint.get("seq"))
+
+
 def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
