@@ -1,26 +1,47 @@
-"""The one place that reads the environment."""
+"""The one place that reads the environment: every variable the gateway reads is named here.
+
+Processes the gateway starts get an environment passed on whole (decision workers, Claude
+Code); that is not a read.
+"""
 
 from __future__ import annotations
 
 import functools
 import os
 from pathlib import Path
+from typing import NamedTuple
+
+HOME_ENV = "AGENT_GATEWAY_HOME"
+POLICY_ENV = "AGENT_GATEWAY_POLICY"
+TOKEN_ENV = "AGENT_GATEWAY_TOKEN"
+"""One bearer token for `serve` (one caller); what sessions export for http hooks, `--remote`
+command hooks and the proxy."""
+TOKENS_FILE_ENV = "AGENT_GATEWAY_TOKENS_FILE"
+AUDIT_KEY_FILE_ENV = "AGENT_GATEWAY_AUDIT_KEY_FILE"
+PROJECTS_ENV = "AGENT_GATEWAY_CLAUDE_PROJECTS"
 
 
 def gateway_home() -> Path:
     """State directory: the local archive store, the audit log, the local span file."""
-    return _home(os.environ.get("AGENT_GATEWAY_HOME") or "", os.environ.get("HOME") or "")
+    return _home(os.environ.get(HOME_ENV) or "", os.environ.get("HOME") or "")
 
 
 @functools.lru_cache(maxsize=16)
 def _home(raw: str, user_home: str) -> Path:
-    # Cached per value: the service asks once per decision, and building paths is not free.
+    # Cached per value (HOME is part of the key: Path.home() reads it): the service asks
+    # once per decision, and building paths is not free.
+    del user_home
     return Path(raw).expanduser() if raw else Path.home() / ".agent-gateway"
+
+
+def set_gateway_home(path: Path) -> None:
+    """Point this process (and what it starts) at another state directory (the demo)."""
+    os.environ[HOME_ENV] = str(path)
 
 
 def claude_projects_root() -> Path:
     """Where Claude Code keeps transcripts; archiving refuses files outside it."""
-    raw = os.environ.get("AGENT_GATEWAY_CLAUDE_PROJECTS")
+    raw = os.environ.get(PROJECTS_ENV)
     if raw:
         return Path(raw).expanduser()
     config_dir = os.environ.get("CLAUDE_CONFIG_DIR")
@@ -28,18 +49,33 @@ def claude_projects_root() -> Path:
     return base / "projects"
 
 
+_PROXY_VARIABLES = frozenset(
+    {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy",
+     "NO_PROXY", "no_proxy"}
+)
+
+
 def otel_env() -> dict[str, str]:
-    """The standard OTEL_* variables: the only telemetry configuration."""
-    return {k: v for k, v in os.environ.items() if k.startswith("OTEL_")}
+    """The standard OTEL_* variables, the only telemetry configuration, and the proxy
+    variables the exporters' HTTP clients honour (an exporter behind a proxy is not probed)."""
+    return {k: v for k, v in os.environ.items() if k.startswith("OTEL_") or k in _PROXY_VARIABLES}
+
+
+class TraceContext(NamedTuple):
+    """W3C trace context handed down by a parent process (TRACEPARENT, TRACESTATE)."""
+
+    traceparent: str | None
+    tracestate: str | None
+
+
+def trace_context() -> TraceContext:
+    return TraceContext(os.environ.get("TRACEPARENT"), os.environ.get("TRACESTATE"))
 
 
 def policy_paths_from_env() -> list[str]:
     """AGENT_GATEWAY_POLICY: policy files for `gateway.query`, org first, os.pathsep-separated."""
-    raw = os.environ.get("AGENT_GATEWAY_POLICY", "")
+    raw = os.environ.get(POLICY_ENV, "")
     return [part for part in raw.split(os.pathsep) if part]
-
-
-AUDIT_KEY_FILE_ENV = "AGENT_GATEWAY_AUDIT_KEY_FILE"
 
 
 def audit_key_file() -> Path | None:
@@ -60,10 +96,35 @@ def hook_log_export_requested() -> bool:
     return bool(raw) and raw != "none"
 
 
+def gateway_token() -> str | None:
+    """AGENT_GATEWAY_TOKEN, or None when unset or empty."""
+    return os.environ.get(TOKEN_ENV) or None
+
+
+def tokens_file() -> str | None:
+    """AGENT_GATEWAY_TOKENS_FILE: bearer tokens of `serve`'s callers (secrets), or None."""
+    return os.environ.get(TOKENS_FILE_ENV) or None
+
+
 def tokens_files() -> list[str]:
-    """AGENT_GATEWAY_TOKENS_FILE: bearer tokens of `serve`'s callers (secrets)."""
-    raw = os.environ.get("AGENT_GATEWAY_TOKENS_FILE", "")
+    raw = tokens_file()
     return [raw] if raw else []
+
+
+def variable(name: str) -> str | None:
+    """A variable a configuration file names (a tokens-file entry's `token_env`, `$NAME` in
+    a command being analysed), or None when unset."""
+    return os.environ.get(name)
+
+
+def config_home() -> str:
+    """XDG_CONFIG_HOME, else ~/.config (where git reads its user configuration)."""
+    return os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+
+
+def snapshot() -> dict[str, str]:
+    """The whole environment, to hand to a process the gateway starts."""
+    return dict(os.environ)
 
 
 def cache_secret_path() -> Path:

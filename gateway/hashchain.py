@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 GENESIS = "0" * 64
@@ -44,13 +44,3 @@ def link_problem(record: Mapping[str, Any], prev: str) -> str | None:
         return "hash does not match its contents"
     return None
 
-
-def first_broken_link(records: Iterable[Mapping[str, Any]]) -> tuple[int, str] | None:
-    """1-based position and description of the first record that breaks the chain, or None."""
-    prev = GENESIS
-    for position, record in enumerate(records, start=1):
-        problem = link_problem(record, prev)
-        if problem is not None:
-            return position, f"record {position}: {problem}"
-        prev = str(record[HASH_KEY])
-    return None

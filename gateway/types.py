@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, TypeAlias
+
+JSON: TypeAlias = "dict[str, JSON] | list[JSON] | str | int | float | bool | None"
+"""A value that genuinely is arbitrary JSON: a tool's input, MCP arguments, a hook input kept
+whole for the archive. Wire shapes the gateway knows are TypedDicts beside their parsers."""
+JSONObject: TypeAlias = "dict[str, JSON]"
 
 DecisionKind = Literal["allow", "deny", "ask", "abstain"]
 """`abstain` means no rule applied: Claude Code's own permission flow decides."""
@@ -15,7 +20,7 @@ class ToolCall:
     """One tool call as a PreToolUse hook sees it, from any vantage point."""
 
     tool_name: str
-    tool_input: Mapping[str, Any]
+    tool_input: Mapping[str, JSON]
     tool_use_id: str = ""
     session_id: str = ""
     cwd: str = ""
@@ -55,4 +60,5 @@ class CompactRequest:
     custom_instructions: str | None = None
     prompt_id: str = ""
     cwd: str = ""
-    raw: Mapping[str, Any] = field(default_factory=dict)
+    raw: Mapping[str, JSON] = field(default_factory=dict)
+    """The hook input as received, archived with the transcript."""

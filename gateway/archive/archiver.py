@@ -8,12 +8,11 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from gateway import __version__
 from gateway.archive.capture import SessionFile, open_confined, session_files, settle
 from gateway.archive.config import CompactionSettings
-from gateway.archive.manifest import ArchiveFacts, FileRecord, build_manifest
+from gateway.archive.manifest import ArchiveFacts, FileRecord, Manifest, build_manifest
 from gateway.archive.redact import Redactor, redaction_rules
 from gateway.archive.sealing import Sealing
 from gateway.archive.store import ArchiveStore
@@ -39,7 +38,7 @@ def archive_session(
     projects_root: Path | None = None,
     now: Callable[[], str] = utc_now,
     keys: KeyChoice = FROM_ENV,
-) -> dict[str, Any]:
+) -> Manifest:
     """Archive the session's transcript (up to where it settled) and its side directories.
 
     Returns the published manifest; `manifest["hash"]` is the archive id and `manifest["seq"]`

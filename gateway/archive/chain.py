@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from gateway.hashchain import GENESIS, HASH_KEY, PREV_KEY, record_hash
 from gateway.integrity.keys import KeySet
+from gateway.types import JSON
 
 NOUN = "archive"
 
@@ -50,7 +50,7 @@ def check_link(
     entry: ChainEntry,
     expected_seq: int,
     prev: str,
-    manifest: Mapping[str, Any] | None,
+    manifest: Mapping[str, JSON] | None,
     keys: KeySet | None = None,
 ) -> Break | None:
     """One archive's link: contiguous sequence, manifest present, hash, prev_hash, position
@@ -85,7 +85,7 @@ def check_link(
 
 def first_break(
     entries: Sequence[ChainEntry],
-    manifests: Mapping[str, Mapping[str, Any] | None],
+    manifests: Mapping[str, Mapping[str, JSON] | None],
     keys: KeySet | None = None,
 ) -> Break | None:
     """The first broken link of the whole chain, or None when it is intact."""

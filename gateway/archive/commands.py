@@ -11,15 +11,11 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from gateway.archive.config import CompactionSettings
-from gateway.archive.manifest import transcript_object
-from gateway.archive.reader import copy_object, manifests, resolve, verify_store
+from gateway.archive.manifest import archived_files, transcript_object
+from gateway.archive.reader import Stored, copy_object, manifests, resolve, verify_store
 from gateway.archive.store import ArchiveStore, open_store
-from gateway.errors import ArchiveError, ChainError, GatewayError
+from gateway.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ArchiveError, ChainError, GatewayError
 from gateway.integrity.checkpoint import checkpoint_summary
-
-EXIT_OK = 0
-EXIT_BROKEN = 1
-"""`archive verify` found a broken link."""
 
 
 def archive_list(
@@ -60,8 +56,7 @@ def archive_show(
 
     def body(store: ArchiveStore) -> int:
         stdout = out or sys.stdout.buffer
-        _, manifest = resolve(store, archive_id)
-        _vouch(store)
+        _, manifest = _vouched(store, archive_id)
         stdout.write(json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n\n")
         digest = transcript_object(manifest)
         if digest is not None:
@@ -84,16 +79,15 @@ def archive_export(
     """Write manifest.json and every archived file (project-relative layout) into `directory`."""
 
     def body(store: ArchiveStore) -> int:
-        entry, manifest = resolve(store, archive_id)
-        _vouch(store)
+        entry, manifest = _vouched(store, archive_id)
         target = Path(directory)
         target.mkdir(parents=True, exist_ok=True)
         (target / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-        for f in manifest.get("files", []):
-            dest = _inside(target, str(f["path"]))
+        for f in archived_files(manifest):
+            dest = _inside(target, f.path)
             dest.parent.mkdir(parents=True, exist_ok=True)
             with open(dest, "wb") as fh:
-                copy_object(store, str(f["object"]), fh.write)
+                copy_object(store, f.object, fh.write)
         (out or sys.stdout).write(f"{entry.archive_id} exported to {target}\n")
         return EXIT_OK
 
@@ -115,7 +109,7 @@ def archive_verify(
             (err or sys.stderr).write(f"archive verify: note: {note}\n")
         if report.broken is not None:
             (err or sys.stderr).write(f"archive verify: FAILED at {report.broken}\n")
-            return EXIT_BROKEN
+            return EXIT_FAILED
         (out or sys.stdout).write(
             f"archive verify: OK, {report.count} archives in {store.location}"
             f"{checkpoint_summary(report.checkpoint, report.keys)}\n"
@@ -138,18 +132,20 @@ def _run(
         return exc.exit_code
     except OSError as exc:
         (err or sys.stderr).write(f"agent-gateway archive: {exc}\n")
-        return 2
+        return EXIT_USAGE
 
 
-def _vouch(store: ArchiveStore) -> None:
-    """Refuse to hand out an archive from a chain that does not hold (its manifests, MACs and
-    checkpoint; each object's own hash is checked as it is copied out)."""
+def _vouched(store: ArchiveStore, archive_id: str) -> Stored:
+    """The archive `archive_id` (a unique prefix) names, refused from a chain that does not
+    hold (its manifests, MACs and checkpoint; each object's own hash is checked as it is
+    copied out)."""
+    found = resolve(store, archive_id)
     broken = verify_store(store, objects=False).broken
     if broken is not None:
         raise ChainError(
-            f"the store fails verification at {broken}: not shown (run `archive verify`)",
-            position=broken.position,
+            f"the store fails verification at {broken}: not shown (run `archive verify`)"
         )
+    return found
 
 
 def _inside(root: Path, rel: str) -> Path:

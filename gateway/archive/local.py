@@ -8,9 +8,10 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from gateway.archive.chain import ChainEntry, head_hash, next_seq
+from gateway.archive.manifest import Manifest
 from gateway.archive.sealing import CHECKPOINT_KEY, Sealing, next_checkpoint
 from gateway.archive.store import (
     ManifestBuilder,
@@ -22,6 +23,7 @@ from gateway.archive.store import (
 )
 from gateway.errors import ArchiveError
 from gateway.hashchain import canonical_json
+from gateway.types import JSONObject
 
 
 class _LocalStaged:
@@ -91,7 +93,7 @@ class LocalStore:
         except FileNotFoundError as exc:
             raise ArchiveError(f"object {digest} missing from {self.location}") from exc
 
-    def read_manifest(self, archive_id: str) -> dict[str, Any] | None:
+    def read_manifest(self, archive_id: str) -> JSONObject | None:
         try:
             data = (self.root / manifest_key(archive_id)).read_bytes()
         except (FileNotFoundError, NotADirectoryError):
@@ -108,7 +110,7 @@ class LocalStore:
                 found.append(ChainEntry(int(path.name), path.read_text().strip()))
         return sorted(found, key=lambda e: e.seq)
 
-    def append(self, build: ManifestBuilder, sealing: Sealing) -> dict[str, Any]:
+    def append(self, build: ManifestBuilder, sealing: Sealing) -> Manifest:
         self._ensure()
         with open(self.root / "lock", "a+b") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
@@ -126,7 +128,7 @@ class LocalStore:
             self.write_atomic(CHECKPOINT_KEY, canonical_json(checkpoint) + b"\n")
         return manifest
 
-    def read_checkpoint(self) -> dict[str, Any] | None:
+    def read_checkpoint(self) -> JSONObject | None:
         try:
             data = (self.root / CHECKPOINT_KEY).read_bytes()
         except (FileNotFoundError, NotADirectoryError):

@@ -8,15 +8,55 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import NamedTuple, NotRequired, TypedDict, cast
 
+from gateway.errors import ArchiveError
 from gateway.hashchain import HASH_KEY
 from gateway.integrity.keys import KeySet, sealed_link
+from gateway.types import JSON, JSONObject
 
 FORMAT = "agent-gateway.archive/1"
 
 FileRole = str
 """`transcript`, `subagents` or `tool-results`."""
+
+
+class FileEntry(TypedDict):
+    """One archived file as the manifest lists it (FileRecord.to_json)."""
+
+    role: FileRole
+    path: str
+    size: int
+    lines: int
+    sha256: str
+    object: str
+    stored_size: int
+    redactions: list[str]
+
+
+class Manifest(TypedDict):
+    """An archive's manifest as written (`manifest.json` in the store), linked and sealed."""
+
+    format: str
+    session_id: str
+    trigger: str
+    custom_instructions: str | None
+    prompt_id: str
+    transcript_path: str
+    offset: int
+    lines: int
+    created_at: str
+    gateway_version: str
+    policy_hash: str
+    redaction_rules: list[str]
+    hook_input: JSONObject
+    files: list[FileEntry]
+    seq: int
+    prev_hash: str
+    hash: str
+    """The archive id."""
+    key_id: NotRequired[str]
+    mac: NotRequired[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +77,7 @@ class FileRecord:
     redactions: tuple[str, ...] = ()
     """Ids of the redaction rules that matched, sorted."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FileEntry:
         return {
             "role": self.role,
             "path": self.path,
@@ -63,18 +103,19 @@ class ArchiveFacts:
     gateway_version: str
     policy_hash: str
     files: Sequence[FileRecord]
-    hook_input: Mapping[str, Any]
+    hook_input: Mapping[str, JSON]
+    """The PreCompact hook input as received."""
     redaction_rules: Sequence[str] = ()
     """Ids of every redaction rule that was active, matched or not."""
 
 
 def build_manifest(
     facts: ArchiveFacts, prev_hash: str, position: int, keys: KeySet | None = None
-) -> dict[str, Any]:
+) -> Manifest:
     """The linked (and with keys, MACed) manifest at a 1-based chain position;
     `manifest["hash"]` is the archive id."""
     transcript = next((f for f in facts.files if f.role == "transcript"), None)
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "format": FORMAT,
         "session_id": facts.session_id,
         "trigger": facts.trigger,
@@ -91,14 +132,36 @@ def build_manifest(
         "files": [f.to_json() for f in facts.files],
         "seq": position,
     }
-    return sealed_link(body, prev_hash, keys)
+    return cast(Manifest, sealed_link(body, prev_hash, keys))
 
 
-def archive_id(manifest: Mapping[str, Any]) -> str:
+class ArchivedFile(NamedTuple):
+    path: str
+    """Relative to the session's project directory."""
+    object: str
+    """The stored object's content address."""
+
+
+def archived_files(manifest: Mapping[str, JSON]) -> list[ArchivedFile]:
+    """Every file a manifest lists; ArchiveError naming the first one that is malformed."""
+    files = manifest.get("files")
+    if not isinstance(files, list):
+        raise ArchiveError("the manifest has no list of files")
+    found: list[ArchivedFile] = []
+    for n, f in enumerate(files):
+        path = f.get("path") if isinstance(f, dict) else None
+        digest = f.get("object") if isinstance(f, dict) else None
+        if not isinstance(path, str) or not isinstance(digest, str):
+            raise ArchiveError(f"the manifest's files[{n}] has no path and object")
+        found.append(ArchivedFile(path, digest))
+    return found
+
+
+def archive_id(manifest: Mapping[str, JSON]) -> str:
     return str(manifest[HASH_KEY])
 
 
-def object_digests(manifest: Mapping[str, Any]) -> list[str]:
+def object_digests(manifest: Mapping[str, JSON]) -> list[str]:
     """Content addresses of every object the manifest references, in manifest order."""
     files = manifest.get("files")
     if not isinstance(files, list):
@@ -106,7 +169,7 @@ def object_digests(manifest: Mapping[str, Any]) -> list[str]:
     return [str(f["object"]) for f in files if isinstance(f, Mapping) and "object" in f]
 
 
-def transcript_object(manifest: Mapping[str, Any]) -> str | None:
+def transcript_object(manifest: Mapping[str, JSON]) -> str | None:
     files = manifest.get("files")
     if not isinstance(files, list):
         return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import zstandard
 
@@ -17,11 +17,19 @@ from gateway.errors import ArchiveError
 from gateway.hashchain import GENESIS, MAC_KEY
 from gateway.integrity.checkpoint import checkpoint_finding
 from gateway.integrity.keys import FROM_ENV, KeyChoice, KeySet, resolve_keys
+from gateway.types import JSON, JSONObject
 
 MIN_PREFIX = 4
 
 
-def resolve(store: ArchiveStore, prefix: str) -> tuple[ChainEntry, dict[str, Any]]:
+class Stored(NamedTuple):
+    """One archive as the store holds it: its chain entry and its manifest (as read)."""
+
+    entry: ChainEntry
+    manifest: JSONObject
+
+
+def resolve(store: ArchiveStore, prefix: str) -> Stored:
     """The chain entry and manifest of the one archive whose id starts with `prefix`."""
     prefix = prefix.strip().lower()
     if len(prefix) < MIN_PREFIX:
@@ -34,10 +42,10 @@ def resolve(store: ArchiveStore, prefix: str) -> tuple[ChainEntry, dict[str, Any
     manifest = store.read_manifest(matches[0].archive_id)
     if manifest is None:
         raise ArchiveError(f"archive {matches[0].archive_id}: manifest missing")
-    return matches[0], manifest
+    return Stored(matches[0], manifest)
 
 
-def manifests(store: ArchiveStore) -> Iterator[tuple[ChainEntry, dict[str, Any] | None]]:
+def manifests(store: ArchiveStore) -> Iterator[tuple[ChainEntry, JSONObject | None]]:
     for entry in store.entries():
         yield entry, store.read_manifest(entry.archive_id)
 
@@ -72,7 +80,7 @@ class StoreReport:
     count: int
     """Archives verified before the first break (all of them when there is none)."""
     broken: Break | None
-    checkpoint: Mapping[str, Any] | None = None
+    checkpoint: Mapping[str, JSON] | None = None
     notes: tuple[str, ...] = ()
     keys: KeySet | None = None
 
@@ -123,10 +131,10 @@ def verify_store(
 
 def _walk(
     store: ArchiveStore, entries: list[ChainEntry], keys: KeySet | None, objects: bool = True
-) -> tuple[int, Break | None, dict[str, Any] | None]:
+) -> tuple[int, Break | None, JSONObject | None]:
     prev = GENESIS
     checked: set[str] = set()
-    manifest: dict[str, Any] | None = None
+    manifest: JSONObject | None = None
     for count, entry in enumerate(entries):
         manifest = store.read_manifest(entry.archive_id)
         broken = check_link(entry, count, prev, manifest, keys)

@@ -79,7 +79,6 @@ class Redactor:
 
     def __init__(self, rules: Sequence[RedactionRule]) -> None:
         self._rules = tuple(_compile(rule) for rule in rules)
-        self.rule_ids: tuple[str, ...] = tuple(rule.id for rule in rules)
         self._any = _alternation(self._rules)
 
     def __bool__(self) -> bool:

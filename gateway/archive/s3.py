@@ -24,6 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from gateway.archive.chain import ChainEntry, head_hash, next_seq
 from gateway.archive.config import CompactionSettings
+from gateway.archive.manifest import Manifest
 from gateway.archive.sealing import CHECKPOINT_KEY, Sealing, next_checkpoint
 from gateway.archive.store import (
     ManifestBuilder,
@@ -36,6 +37,8 @@ from gateway.archive.store import (
 from gateway.errors import ArchiveError, ConfigError
 from gateway.hashchain import canonical_json
 from gateway.integrity.checkpoint import checkpoint_problem
+from gateway.integrity.checkpoint import counted as checkpoint_count
+from gateway.types import JSONObject
 
 log = logging.getLogger("gateway.archive")
 
@@ -60,7 +63,7 @@ class ObjectLock:
     mode: str
     days: int
 
-    def headers(self, now: dt.datetime | None = None) -> dict[str, Any]:
+    def headers(self, now: dt.datetime | None = None) -> dict[str, object]:
         until = (now or dt.datetime.now(dt.UTC)) + dt.timedelta(days=self.days)
         return {"ObjectLockMode": self.mode, "ObjectLockRetainUntilDate": until}
 
@@ -138,7 +141,7 @@ class S3Store:
         data: bytes = response["Body"].read()
         return data, str(response.get("ETag", ""))
 
-    def read_manifest(self, archive_id: str) -> dict[str, Any] | None:
+    def read_manifest(self, archive_id: str) -> JSONObject | None:
         data = self._get(manifest_key(archive_id))
         return None if data is None else decode_manifest(data)
 
@@ -159,7 +162,7 @@ class S3Store:
             raise ArchiveError(f"cannot list {self.location}: {exc}") from exc
         return sorted(found, key=lambda e: e.seq)
 
-    def append(self, build: ManifestBuilder, sealing: Sealing) -> dict[str, Any]:
+    def append(self, build: ManifestBuilder, sealing: Sealing) -> Manifest:
         for _ in range(APPEND_ATTEMPTS):
             entries = self.entries()
             manifest = build(head_hash(entries), len(entries) + 1)
@@ -188,7 +191,7 @@ class S3Store:
             if (
                 previous is not None
                 and checkpoint_problem(previous, sealing.keys) is None
-                and int(previous["count"]) > appended.seq
+                and checkpoint_count(previous) > appended.seq
             ):
                 return  # an append after this one has moved it already
             checkpoint = next_checkpoint(previous, entries, head, appended, self.location, sealing)
@@ -204,7 +207,7 @@ class S3Store:
             return
         raise ArchiveError(f"could not move the checkpoint in {self.location}: too much contention")
 
-    def read_checkpoint(self) -> dict[str, Any] | None:
+    def read_checkpoint(self) -> JSONObject | None:
         data = self._get(CHECKPOINT_KEY)
         return None if data is None else decode_checkpoint(data)
 
@@ -215,7 +218,7 @@ class S3Store:
     def _put(
         self, key: str, data: bytes, *, create: bool = False, if_match: str | None = None
     ) -> None:
-        extra: dict[str, Any] = {"IfNoneMatch": "*"} if create else {}
+        extra: dict[str, object] = {"IfNoneMatch": "*"} if create else {}
         if if_match:
             extra["IfMatch"] = if_match
         if self.lock is not None:

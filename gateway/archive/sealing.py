@@ -8,11 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from gateway.archive.chain import NOUN, ChainEntry
-from gateway.integrity.checkpoint import checkpoint_line, checkpoint_problem, make_alarm
+from gateway.integrity.checkpoint import (
+    Alarm,
+    Checkpoint,
+    checkpoint_line,
+    checkpoint_problem,
+    make_alarm,
+)
+from gateway.integrity.checkpoint import counted as checkpoint_count
 from gateway.integrity.keys import KeySet
+from gateway.types import JSON
 
 CHECKPOINT_KEY = "checkpoint.json"
 
@@ -26,17 +33,17 @@ class Sealing:
 
 
 def next_checkpoint(
-    previous: Mapping[str, Any] | None,
+    previous: Mapping[str, JSON] | None,
     entries: Sequence[ChainEntry],
-    head_manifest: Mapping[str, Any] | None,
+    head_manifest: Mapping[str, JSON] | None,
     appended: ChainEntry,
     location: str,
     sealing: Sealing,
-) -> dict[str, Any]:
+) -> Checkpoint:
     """The checkpoint after `appended` joined `entries`; an alarm when the store and its
     checkpoint disagreed before it (carried on from then on)."""
     count = len(entries)
-    alarm: dict[str, Any] | None = None
+    alarm: Alarm | None = None
     if previous is None:
         if count and head_manifest is not None and "seq" in head_manifest:
             alarm = make_alarm(count, "the checkpoint was missing (deleted?) when the next "
@@ -46,7 +53,7 @@ def next_checkpoint(
                            sealing.time)
         previous = None
     else:
-        counted = int(previous["count"])
+        counted = checkpoint_count(previous)
         if counted > count:
             alarm = make_alarm(
                 count + 1,

@@ -14,14 +14,19 @@ import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from gateway.archive.chain import ChainEntry
 from gateway.archive.config import CompactionSettings
 from gateway.archive.sealing import Sealing
 from gateway.env import gateway_home
+from gateway.errors import ConfigError
+from gateway.types import JSONObject
 
-ManifestBuilder = Callable[[str, int], dict[str, Any]]
+if TYPE_CHECKING:
+    from gateway.archive.manifest import Manifest
+
+ManifestBuilder = Callable[[str, int], "Manifest"]
 """Given the previous archive's hash and the new one's 1-based position, return the linked
 manifest to append."""
 
@@ -34,7 +39,7 @@ def manifest_key(archive_id: str) -> str:
     return f"manifests/{archive_id}.json"
 
 
-def decode_manifest(data: bytes) -> dict[str, Any]:
+def decode_manifest(data: bytes) -> JSONObject:
     """A stored manifest; `{"unreadable": True}` when it is not a JSON object (verify says so)."""
     try:
         value = json.loads(data)
@@ -43,7 +48,7 @@ def decode_manifest(data: bytes) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"unreadable": True}
 
 
-def decode_checkpoint(data: bytes) -> dict[str, Any]:
+def decode_checkpoint(data: bytes) -> JSONObject:
     """A stored checkpoint; {} when it is not a JSON object (verify says it is untrustworthy)."""
     value = decode_manifest(data)
     return {} if value.get("unreadable") is True else value
@@ -73,18 +78,18 @@ class ArchiveStore(Protocol):
         """The compressed object; ArchiveError when missing."""
         ...
 
-    def read_manifest(self, archive_id: str) -> dict[str, Any] | None: ...
+    def read_manifest(self, archive_id: str) -> JSONObject | None: ...
 
     def entries(self) -> list[ChainEntry]:
         """The chain index in order."""
         ...
 
-    def append(self, build: ManifestBuilder, sealing: Sealing) -> dict[str, Any]:
+    def append(self, build: ManifestBuilder, sealing: Sealing) -> Manifest:
         """Atomically link a manifest after the current head and publish it, then move the
         checkpoint; returns the manifest."""
         ...
 
-    def read_checkpoint(self) -> dict[str, Any] | None:
+    def read_checkpoint(self) -> JSONObject | None:
         """The store's checkpoint; None when there is none, {} when it is unreadable."""
         ...
 
@@ -101,10 +106,17 @@ def local_root(settings: CompactionSettings, home: Path | None = None) -> Path:
 
 
 def open_store(settings: CompactionSettings, home: Path | None = None) -> ArchiveStore:
-    """The store the settings name; boto3 is imported only for S3."""
+    """The store the settings name; boto3 is imported only for S3 (the `s3` extra)."""
     if settings.store == "s3":
-        from gateway.archive.s3 import S3Store
-
+        try:
+            from gateway.archive.s3 import S3Store
+        except ModuleNotFoundError as exc:
+            if exc.name not in ("boto3", "botocore"):
+                raise
+            raise ConfigError(
+                f"compaction store s3 needs the {exc.name} package: "
+                "pip install 'agent-gateway[s3]'"
+            ) from None
         return S3Store.from_settings(settings)
     from gateway.archive.local import LocalStore
 

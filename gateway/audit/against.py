@@ -17,6 +17,7 @@ from typing import Any
 from gateway.errors import ConfigError
 from gateway.hashchain import HASH_KEY, record_hash
 from gateway.telemetry.log_attributes import AUDIT_CHAIN, EVENT_DECISION
+from gateway.types import JSON, JSONObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +25,7 @@ class Exported:
     """One decision record found in the export."""
 
     line: int
-    record: Mapping[str, Any]
+    record: Mapping[str, JSON]
 
     @property
     def position(self) -> int:
@@ -49,11 +50,6 @@ class Comparison:
     missing_from_export: tuple[int, ...]
     different: tuple[int, ...]
     malformed: tuple[str, ...]
-
-    @property
-    def first_bad(self) -> int | None:
-        bad = [*self.missing_locally, *self.different]
-        return min(bad) if bad else None
 
     @property
     def ok(self) -> bool:
@@ -108,7 +104,7 @@ def read_exported(path: Path) -> tuple[list[Exported], list[str]]:
 
 
 def compare(
-    local: Sequence[Mapping[str, Any]], chain: str, exported: Iterable[Exported], source: str
+    local: Sequence[Mapping[str, JSON]], chain: str, exported: Iterable[Exported], source: str
 ) -> Comparison:
     """The local records (positions 1..n) against the exported ones of `chain`."""
     by_position: dict[int, set[str]] = {}
@@ -145,7 +141,7 @@ def chains_in(exported: Iterable[Exported]) -> dict[str, int]:
     return counts
 
 
-def _log_records(request: Any) -> Iterator[Mapping[str, Any]]:
+def _log_records(request: Any) -> Iterator[Mapping[str, JSON]]:
     if not isinstance(request, Mapping):
         return
     for resource_logs in request.get("resourceLogs") or ():
@@ -155,13 +151,14 @@ def _log_records(request: Any) -> Iterator[Mapping[str, Any]]:
                     yield record
 
 
-def _is_decision(record: Mapping[str, Any]) -> bool:
+def _is_decision(record: Mapping[str, JSON]) -> bool:
     """By event name; a pipeline that drops event names still keeps the attributes."""
     if record.get("eventName") == EVENT_DECISION:
         return True
+    listed = record.get("attributes")
     attrs = {
         a.get("key"): _any_value(a.get("value"))
-        for a in record.get("attributes") or ()
+        for a in (listed if isinstance(listed, list) else ())
         if isinstance(a, Mapping)
     }
     if attrs.get("event.name") == EVENT_DECISION:
@@ -184,7 +181,7 @@ def _any_value(value: Any) -> Any:
     return None
 
 
-def _json_object(body: Any) -> dict[str, Any] | None:
+def _json_object(body: Any) -> JSONObject | None:
     if not isinstance(body, str):
         return None
     try:

@@ -16,10 +16,10 @@ from typing import Any, TextIO
 
 from gateway.audit.log import audit_path
 from gateway.audit.verification import LogReport, read_log, verify_log
-from gateway.errors import ConfigError, GatewayError
+from gateway.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, GatewayError, one_line
 from gateway.integrity.checkpoint import checkpoint_summary
+from gateway.types import JSON
 
-EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 SUMMARY_CHARS = 100
 _RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -80,7 +80,7 @@ def audit_show(
         why = f" (the log is damaged at {damaged})" if damaged else ""
         err.write(f"audit show: no record {position} in {target}: it holds "
                   f"{len(records)}{why}\n")
-        return EXIT_UNUSABLE
+        return EXIT_USAGE
     record = records[position - 1]
     with _quiet_pipe(out) as write:
         write(json.dumps(record, sort_keys=True, ensure_ascii=False, indent=None if as_json
@@ -136,7 +136,7 @@ def _against(report: LogReport, export: Path) -> tuple[list[str], bool]:
     return [*problems, *result.lines()], bool(problems) or not result.ok
 
 
-def list_line(position: int, record: Mapping[str, Any]) -> str:
+def list_line(position: int, record: Mapping[str, JSON]) -> str:
     flag = " (would deny)" if record.get("would_deny") else ""
     return "  ".join(
         (
@@ -183,7 +183,7 @@ def parse_since(value: str, now: datetime) -> datetime:
 
 
 def _selected(
-    record: Mapping[str, Any],
+    record: Mapping[str, JSON],
     session: str | None,
     decision: str | None,
     rule: str | None,
@@ -216,9 +216,9 @@ def _log_path(log: str | None) -> Path:
 
 
 def _unusable(command: str, exc: BaseException, err: TextIO) -> int:
-    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    err.write(f"{command}: {' '.join(str(text).split())}\n")
-    return exc.exit_code if isinstance(exc, GatewayError) else EXIT_UNUSABLE
+    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else one_line(exc)
+    err.write(f"{command}: {text}\n")
+    return exc.exit_code if isinstance(exc, GatewayError) else EXIT_USAGE
 
 
 @contextmanager

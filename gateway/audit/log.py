@@ -26,15 +26,23 @@ import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple, cast
 
 from gateway.archive.redact import Redactor
-from gateway.audit.record import decision_record
+from gateway.audit.record import AuditRecord, decision_record
 from gateway.env import gateway_home
 from gateway.hashchain import GENESIS, HASH_KEY, PREV_KEY
-from gateway.integrity.checkpoint import checkpoint_line, checkpoint_problem, make_alarm
+from gateway.integrity.checkpoint import (
+    Alarm,
+    Stored,
+    checkpoint_line,
+    checkpoint_problem,
+    counted,
+    make_alarm,
+    number,
+)
 from gateway.integrity.keys import FROM_ENV, KeyChoice, KeySet, resolve_keys, sealed_line
-from gateway.types import Decision, ToolCall
+from gateway.types import JSON, Decision, JSONObject, ToolCall
 
 _TAIL_CHUNK = 4096
 _PAD_LIMIT = 64 * 1024
@@ -66,17 +74,17 @@ def append_decision(
     *,
     redactor: Redactor | None = None,
     keys: KeyChoice = FROM_ENV,
-    extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    extra: Mapping[str, str] | None = None,
+) -> AuditRecord:
     """Record one decision; returns the record as written (with `seq`, `hash`, `mac`).
     `extra` adds fields (the service: the caller's tenant)."""
     record = decision_record(call, decision, redactor=redactor)
-    return append_record({**record, **(extra or {})}, path, keys=keys)
+    return append_record({**record, **extra} if extra else record, path, keys=keys)
 
 
 def append_record(
-    record: Mapping[str, Any], path: Path | None = None, *, keys: KeyChoice = FROM_ENV
-) -> dict[str, Any]:
+    record: Mapping[str, object], path: Path | None = None, *, keys: KeyChoice = FROM_ENV
+) -> AuditRecord:
     """Number `record`, link it to the last one in the log, append it and move the checkpoint."""
     key_set = resolve_keys(keys)  # a bad key file fails before anything is written
     target = path or audit_path()
@@ -127,7 +135,7 @@ def append_record(
             chain=state.chain,
             checkpoint=checkpoint,
         )
-        return linked
+        return cast(AuditRecord, linked)
     except BaseException:
         _STATE.pop(key, None)  # never trust the cache for this file after a failure
         raise
@@ -146,7 +154,7 @@ class _Tail(NamedTuple):
     head: str
     records: int
     chain: str
-    checkpoint: Mapping[str, Any] | None
+    checkpoint: Stored | None
 
 
 _STATE: dict[str, _Tail] = {}
@@ -166,7 +174,7 @@ def _file_identity(path: Path) -> _Identity | None:
 
 def _survey(
     fd: int, cp_file: Path, keys: KeySet | None, known: _Tail | None, now: str
-) -> tuple[_Tail, dict[str, Any] | None]:
+) -> tuple[_Tail, Alarm | None]:
     """Read the log's tail and the checkpoint: where the chain stands, and any alarm."""
     last = _last_line(fd)
     tail = _parse(last)
@@ -179,7 +187,7 @@ def _survey(
         head = hashlib.sha256(last).hexdigest()
     checkpoint = read_checkpoint(cp_file)
     chain = str((tail or {}).get(CHAIN) or (checkpoint or {}).get(CHAIN) or os.urandom(8).hex())
-    alarm: dict[str, Any] | None = None
+    alarm: Alarm | None = None
     problem = checkpoint_problem(checkpoint, keys) if checkpoint is not None else None
 
     if checkpoint is None:
@@ -193,13 +201,13 @@ def _survey(
         alarm = make_alarm(max(1, count), f"the checkpoint could not be trusted: {problem}", now)
         return _Tail(None, None, head, count, chain, None), alarm
 
-    expected = int(checkpoint["count"])
+    expected = counted(checkpoint)
     seq = (tail or {}).get(SEQ, expected) if expected else 0
     if checkpoint.get("head") == head and seq == expected:
         count = expected
         if known is not None and known.checkpoint is not None and known.chain == chain:
-            mine = int(known.checkpoint.get("seq", 0))
-            if int(checkpoint["seq"]) < mine:
+            mine = number(known.checkpoint)
+            if number(checkpoint) < mine:
                 alarm = make_alarm(
                     count + 1,
                     f"checkpoint #{checkpoint['seq']} found where this writer had written "
@@ -222,7 +230,7 @@ def _survey(
 
 
 def _finished_by_key_holder(
-    tail: Mapping[str, Any] | None, checkpoint: Mapping[str, Any], keys: KeySet | None
+    tail: Mapping[str, JSON] | None, checkpoint: Mapping[str, JSON], keys: KeySet | None
 ) -> bool:
     """One record past the checkpoint, linked to its head and sealed with a known key: only a
     key holder wrote it, and it was stopped before moving the checkpoint."""
@@ -230,12 +238,12 @@ def _finished_by_key_holder(
         keys is not None
         and tail is not None
         and tail.get(PREV_KEY) == checkpoint.get("head")
-        and tail.get(SEQ) == int(checkpoint["count"]) + 1
+        and tail.get(SEQ) == counted(checkpoint) + 1
         and keys.check(tail) is None
     )
 
 
-def read_checkpoint(path: Path) -> dict[str, Any] | None:
+def read_checkpoint(path: Path) -> JSONObject | None:
     """The checkpoint beside a log; None when there is none, {} when it is unreadable."""
     try:
         data = path.read_bytes()
@@ -265,7 +273,7 @@ def _write_checkpoint(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def _parse(line: bytes) -> dict[str, Any] | None:
+def _parse(line: bytes) -> JSONObject | None:
     try:
         value = json.loads(line)
     except ValueError:

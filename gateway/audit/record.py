@@ -12,11 +12,91 @@ import functools
 import hashlib
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Literal, NamedTuple, NotRequired, TypedDict
 
 from gateway.archive.redact import BUILTIN_RULES, Pattern, Redactor, patterns_from, redact_json
 from gateway.hashchain import canonical_json
-from gateway.types import Decision, ToolCall
+from gateway.types import JSON, Decision, DecisionKind, ToolCall
+
+if TYPE_CHECKING:
+    from gateway.policy.compiled import Policy
+
+class DecisionRecord(TypedDict):
+    """One PreToolUse decision, before it is chained."""
+
+    time: str
+    session_id: str
+    prompt_id: str
+    tool_use_id: str
+    agent_id: str
+    tool: str
+    decision: DecisionKind
+    would_deny: bool
+    rule_id: str
+    reason: str
+    policy: str
+    """The policy bundle's sha256."""
+    self_protection: NotRequired[Literal["off"]]
+    tenant: NotRequired[str]
+    input_sha256: str
+    """Of the input as decided (canonical JSON), before redaction."""
+    input_bytes: int
+    input: JSON
+    """The input as kept: redacted, each string and the whole capped."""
+    input_redactions: NotRequired[list[str]]
+    input_truncated: NotRequired[bool]
+
+
+class EventRecord(TypedDict):
+    """A hook request the policy does not decide (gateway.server.audit_events), before it is
+    chained: an observed event, the archive step, a refusal."""
+
+    time: str
+    event: str
+    session_id: str
+    tenant: str
+    decision: str
+    reason: str
+    tool_use_id: NotRequired[str]
+    tool: NotRequired[str]
+    agent_id: NotRequired[str]
+    rule_id: NotRequired[str]
+    archive_id: NotRequired[str]
+    cwd: NotRequired[str]
+
+
+class AuditRecord(TypedDict, total=False):
+    """A record as the log holds it: a decision or an event record, numbered, chained and
+    (with a key) MACed. Read back from disk it is only this shape once verified."""
+
+    time: str
+    event: str
+    session_id: str
+    prompt_id: str
+    tool_use_id: str
+    agent_id: str
+    tool: str
+    tenant: str
+    decision: str
+    would_deny: bool
+    rule_id: str
+    reason: str
+    policy: str
+    self_protection: Literal["off"]
+    archive_id: str
+    cwd: str
+    input_sha256: str
+    input_bytes: int
+    input: JSON
+    input_redactions: list[str]
+    input_truncated: bool
+    chain: str
+    seq: int
+    prev_hash: str
+    hash: str
+    key_id: str
+    mac: str
+
 
 STRING_CAP = 2048
 """Characters kept of each string in a tool input."""
@@ -30,9 +110,9 @@ def audit_redactor(patterns: tuple[Pattern, ...] = ()) -> Redactor:
     return Redactor((*BUILTIN_RULES, *patterns))
 
 
-def policy_redactor(policy: Any) -> Redactor:
+def policy_redactor(policy: Policy) -> Redactor:
     """The redactor for a compiled policy: built-in rules and its `compaction.redact`."""
-    return audit_redactor(patterns_from(getattr(policy, "compaction", None)))
+    return audit_redactor(patterns_from(policy.compaction))
 
 
 def decision_record(
@@ -41,8 +121,10 @@ def decision_record(
     *,
     now: datetime | None = None,
     redactor: Redactor | None = None,
-) -> dict[str, Any]:
-    record: dict[str, Any] = {
+) -> DecisionRecord:
+    raw = canonical_json(call.tool_input)
+    shown, redactions, cut = _input_as_kept(call.tool_input, raw, redactor or audit_redactor())
+    record: DecisionRecord = {
         "time": (now or datetime.now(UTC)).isoformat(timespec="microseconds"),
         "session_id": call.session_id,
         "prompt_id": call.prompt_id,
@@ -54,40 +136,45 @@ def decision_record(
         "rule_id": decision.rule_id,
         "reason": decision.reason,
         "policy": decision.policy_hash,
+        "input_sha256": hashlib.sha256(raw).hexdigest(),
+        "input_bytes": len(raw),
+        "input": shown,
     }
     if not decision.self_protection:
         record["self_protection"] = "off"  # the org policy turned the built-in rules off
-    record.update(input_fields(call.tool_input, redactor or audit_redactor()))
+    if redactions is not None:
+        record["input_redactions"] = redactions
+    if cut:
+        record["input_truncated"] = True
     return record
 
 
-def input_fields(tool_input: Mapping[str, Any], redactor: Redactor) -> dict[str, Any]:
-    raw = canonical_json(tool_input)
-    fields: dict[str, Any] = {
-        "input_sha256": hashlib.sha256(raw).hexdigest(),
-        "input_bytes": len(raw),
-    }
-    shown: Any = tool_input
-    changed = False
+class _Kept(NamedTuple):
+    shown: JSON
+    """The input redacted and capped."""
+    redactions: list[str] | None
+    """The ids of the rules that redacted it, if any did."""
+    cut: bool
+
+
+def _input_as_kept(tool_input: Mapping[str, JSON], raw: bytes, redactor: Redactor) -> _Kept:
+    shown: JSON = dict(tool_input)
+    redactions: list[str] | None = None
     if redactor.matches_any(raw):
-        shown, hits = redact_json(tool_input, redactor)
-        fields["input_redactions"] = sorted(hits)
-        changed = True
+        shown, hits = redact_json(shown, redactor)
+        redactions = sorted(hits)
     # No string can be longer than the whole input: most inputs need no walk at all.
     shown, cut = _cap_strings(shown) if len(raw) > STRING_CAP else (shown, False)
-    text = canonical_json(shown) if changed or cut else raw
+    text = canonical_json(shown) if redactions is not None or cut else raw
     if len(text) > INPUT_CAP:
         shown, cut = text[:INPUT_CAP].decode(errors="ignore") + "…", True
-    fields["input"] = shown
-    if cut:
-        fields["input_truncated"] = True
-    return fields
+    return _Kept(shown, redactions, cut)
 
 
-def _cap_strings(value: Any) -> tuple[Any, bool]:
+def _cap_strings(value: JSON) -> tuple[JSON, bool]:
     cut = False
 
-    def walk(item: Any) -> Any:
+    def walk(item: JSON) -> JSON:
         nonlocal cut
         if isinstance(item, str):
             if len(item) > STRING_CAP:

@@ -11,12 +11,13 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from gateway.audit.log import CHAIN, SEQ, audit_path, checkpoint_path, read_checkpoint
 from gateway.hashchain import GENESIS, HASH_KEY, MAC_KEY, link_problem
 from gateway.integrity.checkpoint import Finding, checkpoint_finding
 from gateway.integrity.keys import FROM_ENV, KeyChoice, KeySet, resolve_keys
+from gateway.types import JSON, JSONObject
 
 NOUN = "record"
 
@@ -24,8 +25,8 @@ NOUN = "record"
 @dataclass(frozen=True)
 class LogReport:
     path: Path
-    records: Sequence[Mapping[str, Any]] = field(repr=False)
-    checkpoint: Mapping[str, Any] | None
+    records: Sequence[Mapping[str, JSON]] = field(repr=False)
+    checkpoint: Mapping[str, JSON] | None
     finding: Finding | None
     notes: tuple[str, ...] = ()
     keys: KeySet | None = field(default=None, repr=False)
@@ -42,7 +43,16 @@ class LogReport:
         return str((self.checkpoint or {}).get(CHAIN) or "")
 
 
-def read_log(path: Path) -> tuple[list[dict[str, Any]], Finding | None, dict[str, Any] | None]:
+class LogRead(NamedTuple):
+    records: list[JSONObject]
+    """Every record up to the first line that is not a JSON object (as read: unverified)."""
+    unreadable: Finding | None
+    """That line, when there is one."""
+    checkpoint: JSONObject | None
+    """The checkpoint as it stood with the records; None when there is none."""
+
+
+def read_log(path: Path) -> LogRead:
     """The log's records (up to the first line that is not a JSON object, named as a finding)
     and its checkpoint, as they stood together: the lock is held (shared) only while the
     checkpoint is read and the log's length noted, and the records are read up to that length
@@ -57,12 +67,12 @@ def read_log(path: Path) -> tuple[list[dict[str, Any]], Finding | None, dict[str
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
             records, finding = _parse_lines(_lines_up_to(handle, size))
-            return records, finding, checkpoint
+            return LogRead(records, finding, checkpoint)
     except FileNotFoundError:
         checkpoint = read_checkpoint(checkpoint_path(path))
         if checkpoint is not None and path.exists():  # created meanwhile: read it properly
             return read_log(path)
-        return [], None, checkpoint
+        return LogRead([], None, checkpoint)
 
 
 def _lines_up_to(handle: BinaryIO, size: int) -> Iterator[bytes]:
@@ -75,8 +85,8 @@ def _lines_up_to(handle: BinaryIO, size: int) -> Iterator[bytes]:
         left -= len(line)
 
 
-def _parse_lines(lines: Iterable[bytes]) -> tuple[list[dict[str, Any]], Finding | None]:
-    records: list[dict[str, Any]] = []
+def _parse_lines(lines: Iterable[bytes]) -> tuple[list[JSONObject], Finding | None]:
+    records: list[JSONObject] = []
     for position, line in enumerate(lines, start=1):
         try:
             record = json.loads(line)
@@ -89,7 +99,7 @@ def _parse_lines(lines: Iterable[bytes]) -> tuple[list[dict[str, Any]], Finding 
 
 
 def chain_finding(
-    records: Sequence[Mapping[str, Any]], keys: KeySet | None, *, start: int = 1
+    records: Sequence[Mapping[str, JSON]], keys: KeySet | None, *, start: int = 1
 ) -> Finding | None:
     """The first record whose link, number, chain id or MAC is wrong."""
     prev = GENESIS
@@ -143,7 +153,7 @@ def verify(path: Path | str | None = None, *, keys: KeyChoice = FROM_ENV
     return (finding.position, finding.message) if finding is not None else None
 
 
-def _hash_at(records: Sequence[Mapping[str, Any]], position: int) -> str | None:
+def _hash_at(records: Sequence[Mapping[str, JSON]], position: int) -> str | None:
     if 1 <= position <= len(records):
         return str(records[position - 1].get(HASH_KEY))
     return None

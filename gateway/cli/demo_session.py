@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import os
 import shutil
 import sys
 import tempfile
@@ -14,6 +13,7 @@ from typing import Any
 from claude_agent_sdk import ClaudeAgentOptions
 from rich.console import Console
 
+from gateway.env import set_gateway_home
 from gateway.sdk.run import RunRequest, execute
 from gateway.telemetry.show import trace_show
 from gateway.testing import ScriptedServer
@@ -138,7 +138,7 @@ def run_demo(*, keep: bool = False) -> int:
                 "HOME": str(workspace / "home"),
             }
             # The demo keeps its audit log, archive and spans in its own workspace.
-            os.environ["AGENT_GATEWAY_HOME"] = str(workspace / "gateway-home")
+            set_gateway_home(workspace / "gateway-home")
             policy = workspace / "demo-policy.yaml"
             policy.write_text(DEMO_POLICY)
             console.print(f"scripted model at {server.url}; workspace {workspace / 'project'}")

@@ -23,6 +23,3 @@ def csv_list(value: str) -> list[str]:
     return [part for chunk in value.split(",") for part in chunk.split() if part]
 
 
-def policy_option(parser: argparse.ArgumentParser, help: str, *, required: bool = False) -> None:
-    parser.add_argument("--policy", action="append", default=[], required=required,
-                        metavar="PATH", help=help)

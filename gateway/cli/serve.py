@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gateway.cli.parser import Subcommands
-from gateway.errors import GatewayError
+from gateway.env import TOKEN_ENV, TOKENS_FILE_ENV, gateway_token
+from gateway.env import tokens_file as env_tokens_file
+from gateway.errors import GatewayError, one_line
 
 DRAIN_SECONDS = 30.0
-TOKEN_ENV = "AGENT_GATEWAY_TOKEN"
-TOKENS_FILE_ENV = "AGENT_GATEWAY_TOKENS_FILE"
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,7 @@ def is_loopback(host: str) -> bool:
 
 def serve_command(args: ServeArgs) -> int:
     prog = "agent-gateway serve"
-    token = os.environ.get(TOKEN_ENV) or None
-    tokens_file = os.environ.get(TOKENS_FILE_ENV) or None
+    token, tokens_file = gateway_token(), env_tokens_file()
     if not is_loopback(args.host) and not (token or tokens_file):
         print(
             f"{prog}: error: refusing to listen on {args.host} without authentication "
@@ -70,7 +69,7 @@ def serve_command(args: ServeArgs) -> int:
     try:
         return _serve(args, token, tokens_file)
     except GatewayError as exc:
-        print(f"{prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:
         print(f"{prog}: error: {exc.strerror or exc}", file=sys.stderr)

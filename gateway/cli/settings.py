@@ -11,8 +11,8 @@ from gateway.errors import GatewayError
 
 
 def run(args: argparse.Namespace) -> int:
+    from gateway.env import TOKEN_ENV
     from gateway.server.claude_settings import (
-        TOKEN_ENV,
         command_hook_settings,
         gateway_settings,
         managed_settings,

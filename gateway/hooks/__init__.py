@@ -1,8 +1,10 @@
 """Hooks: one decision path for every vantage point.
 
-`engine` decides, records and renders (the SDK callback of `agent-gateway run`, the HTTP hooks
-of `serve` and its decision workers all go through it); `command` is Claude Code's
-command-hook process contract (`agent-gateway hook pre-tool-use|pre-compact [--remote URL]`);
-`compact` archives before compaction; `remote` relays a command hook to a gateway; `trail`
-sends audit records to the off-host copy. May import the cores; never `sdk`, `server`, `cli`.
+`decision.answer_pre_tool_use` parses, decides, records and renders every PreToolUse, and
+`compact.answer_pre_compact` archives before every compaction; both fail closed. Their
+callers: `command` is Claude Code's command-hook process contract (`agent-gateway hook
+pre-tool-use|pre-compact [--remote URL]`); `engine` holds what long-running processes keep
+between calls (the SDK callbacks in gateway.sdk.callbacks, the HTTP hooks' decision workers
+in gateway.server.decision_worker); `remote` relays a command hook to a gateway; `trail` sends
+audit records to the off-host copy. May import the cores; never `sdk`, `server`, `cli`.
 """

@@ -4,8 +4,10 @@ pre-tool-use and pre-compact, decided here or relayed to a gateway (`--remote`).
 stdout gets the hook output JSON and the exit status is 0; when no decision can be made
 (bad input, unreadable or invalid policy, internal error) the exit status is 2 with one line on
 stderr, which Claude Code treats as a block. Never 1: Claude Code reads 1 as "run the tool".
-Import cost matters (150 ms per call, interpreter included): this path loads only the compiled
-policy cache, the shell parser and the standard library; the OpenTelemetry SDK only when
+The decision itself is the one every vantage point makes (hooks/decision.py).
+
+Import cost matters (one process per tool call): this path loads only the compiled policy
+cache, the shell parser and the standard library; the OpenTelemetry SDK only when
 OTEL_LOGS_EXPORTER asks for the decision's log record.
 """
 
@@ -14,14 +16,15 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
+
+from gateway.errors import EXIT_BLOCK, EXIT_OK, one_line
 
 if TYPE_CHECKING:
     from gateway.archive.config import CompactionSettings
     from gateway.hooks.trail import AuditExport
+    from gateway.policy.compiled import Policy
 
-EXIT_OK = 0
-EXIT_BLOCK = 2
 _EVENT_NAMES = {"pre-tool-use": "PreToolUse", "pre-compact": "PreCompact"}
 
 
@@ -51,52 +54,59 @@ def run_hook(
         from gateway.policy import load_policy
 
         policy = load_policy(policy_paths)
-        settings: CompactionSettings = policy.compaction_settings()
-        return settings, policy.bundle_hash
+        return policy.compaction_settings(), policy.bundle_hash
 
     return run_pre_compact_hook(sys.stdin, sys.stdout, sys.stderr, load_settings)
 
 
-
-
-def run_pre_tool_use(policy_paths: Sequence[str], stdin: IO[bytes] | IO[str], stdout: IO[str],
-                     stderr: IO[str]) -> int:
+def run_pre_tool_use(
+    policy_paths: Sequence[str], stdin: IO[bytes] | IO[str], stdout: IO[str], stderr: IO[str]
+) -> int:
+    """Exit 0 with the decision on stdout, or exit 2 with one line on stderr."""
     try:
-        return _run(policy_paths, stdin, stdout)
+        return _run(policy_paths, stdin, stdout, stderr)
     except Exception as exc:  # the contract: any failure blocks, with a one-line reason
-        from gateway.errors import GatewayError
-
-        message = str(exc) if isinstance(exc, GatewayError) else (
-            f"internal error: {type(exc).__name__}: {exc}")
-        stderr.write("agent-gateway: " + " ".join(message.split()) + "\n")
-        stderr.flush()
-        return EXIT_BLOCK
+        return _block(stderr, f"agent-gateway: {one_line(exc, typed=True)}")
 
 
-def _run(policy_paths: Sequence[str], stdin: IO[Any], stdout: IO[str]) -> int:
-    from gateway.audit.log import append_decision
-    from gateway.audit.record import policy_redactor
-    from gateway.env import cache_secret_path, gateway_home, hook_log_export_requested
-    from gateway.hookio.parse import parse_pre_tool_use
-    from gateway.hookio.render import render_pre_tool_use
-    from gateway.policy.cache import load_cached
-    from gateway.policy.evaluate import decide
-    from gateway.policy.protected import protected_paths
+def _run(
+    policy_paths: Sequence[str], stdin: IO[bytes] | IO[str], stdout: IO[str], stderr: IO[str]
+) -> int:
+    from gateway.env import hook_log_export_requested
+    from gateway.hooks.decision import answer_pre_tool_use
 
     raw = stdin.read()
-    call = parse_pre_tool_use(raw)
-    policy = load_cached(policy_paths, gateway_home() / "cache", cache_secret_path(),
-                         protected_paths(policy_paths))
-    decision = decide(policy, call)
     # A bad OTEL_* setting blocks before anything is recorded, like any other bad setting.
-    export = hook_export() if hook_log_export_requested() else None
-    record = append_decision(call, decision, redactor=policy_redactor(policy))
-    if export is not None:
-        export.decision(record)
-        export.shutdown()  # bounded: the record is sent before the process exits
-    stdout.write(json.dumps(render_pre_tool_use(decision)) + "\n")
+    trail = hook_export() if hook_log_export_requested() else None
+    answer = answer_pre_tool_use(raw, lambda: cached_policy(policy_paths), trail=trail)
+    if trail is not None:
+        try:
+            trail.shutdown()  # bounded: the record is sent before the process exits
+        except Exception:  # the decision is recorded; its copy never changes it
+            import logging
+
+            logging.getLogger("gateway.hooks").exception("audit record not exported")
+    if answer.failure:
+        return _block(stderr, answer.failure)
+    stdout.write(json.dumps(answer.output) + "\n")
     stdout.flush()
     return EXIT_OK
+
+
+def cached_policy(policy_paths: Sequence[str]) -> Policy:
+    """The compiled policy from the home's authenticated cache (compiled and stored on a miss)."""
+    from gateway.env import cache_secret_path, gateway_home
+    from gateway.policy.cache import load_cached
+    from gateway.policy.protected import protected_paths
+
+    return load_cached(policy_paths, gateway_home() / "cache", cache_secret_path(),
+                       protected_paths(policy_paths))
+
+
+def _block(stderr: IO[str], line: str) -> int:
+    stderr.write(" ".join(line.split()) + "\n")
+    stderr.flush()
+    return EXIT_BLOCK
 
 
 def hook_export() -> AuditExport | None:

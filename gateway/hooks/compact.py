@@ -1,32 +1,37 @@
 """PreCompact: archive the transcript before Claude Code compacts it, in every mode.
 
-`archive_before_compact` is what the SDK callback, the command hook and the HTTP hook share;
-`run_pre_compact_hook` is the command hook process contract (`agent-gateway hook pre-compact`).
-Kept light to import: no aiohttp, no claude_agent_sdk, boto3 only for the S3 store.
+`answer_pre_compact` (settings, parse, archive, render) is what the SDK callback, the command
+hook and the HTTP hook share; `run_pre_compact_hook` is the command hook process contract
+(`agent-gateway hook pre-compact`). Kept light to import: no aiohttp, no claude_agent_sdk,
+boto3 only for the S3 store.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, TYPE_CHECKING
 
-from gateway.archive.config import CompactionSettings
 from gateway.env import hook_log_export_requested
-from gateway.errors import GatewayError, HookInputError
+from gateway.errors import EXIT_BLOCK, EXIT_OK, GatewayError, one_line
+from gateway.hookio.parse import RawInput, parse_pre_compact
+from gateway.hookio.wire import PreCompactOutput
 from gateway.types import CompactRequest
+
+if TYPE_CHECKING:
+    from gateway.archive.config import CompactionSettings
+    from gateway.archive.manifest import Manifest
+    from gateway.hooks.decision import TrailSink
+    from gateway.hooks.trail import AuditExport
 
 log = logging.getLogger("gateway.archive")
 
-SettingsLoader = Callable[[], tuple[CompactionSettings, str]]
+SettingsLoader = Callable[[], "tuple[CompactionSettings, str]"]
 """Returns the effective `compaction:` settings and the policy bundle hash."""
-
-EXIT_OK = 0
-EXIT_BLOCK = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +40,7 @@ class CompactOutcome:
 
     archive_id: str = ""
     """Set when an archive was written; the tracer puts it on the compaction span."""
-    manifest: Mapping[str, Any] | None = None
+    manifest: Manifest | None = None
     """The archive's manifest, for its log record."""
     store: str = ""
     """Where it was written (a directory or s3://bucket/prefix)."""
@@ -73,7 +78,7 @@ def archive_before_compact(
     except GatewayError as exc:
         return _failed(str(exc), settings, request)
     except Exception as exc:  # a bug must not crash the agent loop or hide the failure
-        return _failed(f"{type(exc).__name__}: {exc}", settings, request)
+        return _failed(one_line(exc, typed=True), settings, request)
     return CompactOutcome(archive_id=str(manifest["hash"]), manifest=manifest,
                           store=store.location)
 
@@ -93,7 +98,7 @@ def _failed(error: str, settings: CompactionSettings, request: CompactRequest) -
     return CompactOutcome(error=error)
 
 
-def render_pre_compact(outcome: CompactOutcome) -> dict[str, Any]:
+def render_pre_compact(outcome: CompactOutcome) -> PreCompactOutput:
     """PreCompact hook output JSON: Claude Code honours a top-level `decision: block`."""
     if outcome.blocked:
         return {"decision": "block", "reason": outcome.block_reason}
@@ -102,50 +107,86 @@ def render_pre_compact(outcome: CompactOutcome) -> dict[str, Any]:
     return {}
 
 
-def parse_compact_request(data: Mapping[str, Any]) -> CompactRequest:
-    """A PreCompact hook input (command stdin or HTTP body) as a CompactRequest."""
-    event = data.get("hook_event_name", "PreCompact")
-    if event != "PreCompact":
-        raise HookInputError(f"hook_event_name is {event!r}, expected 'PreCompact'")
-    fields = {}
-    for key in ("session_id", "transcript_path", "trigger", "prompt_id", "cwd"):
-        value = data.get(key, "")
-        if not isinstance(value, str):
-            raise HookInputError(f"hook input {key} must be a string, got {value!r}")
-        fields[key] = value
-    instructions = data.get("custom_instructions")
-    if instructions is not None and not isinstance(instructions, str):
-        raise HookInputError("hook input custom_instructions must be a string or null")
-    if not fields["session_id"] or not fields["transcript_path"]:
-        raise HookInputError("hook input needs session_id and transcript_path")
-    return CompactRequest(custom_instructions=instructions, raw=dict(data), **fields)
+@dataclass(frozen=True, slots=True)
+class PreCompactAnswer:
+    outcome: CompactOutcome
+    output: PreCompactOutput
+    """The hook output JSON, the same from every vantage point."""
+
+
+def answer_pre_compact(
+    raw: RawInput,
+    settings: SettingsLoader,
+    *,
+    trail: TrailSink | None = None,
+    home: Path | None = None,
+    projects_root: Path | None = None,
+) -> PreCompactAnswer:
+    """Load the settings, parse, archive, render: what every vantage point answers a
+    PreCompact with. Never raises; blocks whenever the archive is required (or whether it
+    is cannot be known) and was not written."""
+    try:
+        current, policy_hash = settings()
+    except Exception as exc:
+        # No settings means no way to know whether archiving is required: block.
+        return _answer(_blocked(f"cannot load compaction settings: {one_line(exc)}"), True)
+    try:
+        request = parse_pre_compact(raw)
+    except Exception as exc:
+        unknown = CompactRequest(session_id="?", transcript_path="", trigger="")
+        outcome = _failed(f"bad hook input: {one_line(exc)}", current, unknown)
+    else:
+        outcome = archive_before_compact(
+            request, current, policy_hash, home=home, projects_root=projects_root
+        )
+        if trail is not None and outcome.manifest is not None:
+            try:
+                trail.archive(outcome.manifest, outcome.store)
+            except Exception:  # the archive is written; its copy never changes the answer
+                log.exception("archive log record not exported")
+    return _answer(outcome, current.require_archive)
+
+
+def _blocked(error: str) -> CompactOutcome:
+    reason = f"agent-gateway: compaction blocked: {error}"
+    log.error("%s", reason)
+    return CompactOutcome(error=error, block_reason=reason)
+
+
+def _answer(outcome: CompactOutcome, required: bool) -> PreCompactAnswer:
+    try:
+        return PreCompactAnswer(outcome, render_pre_compact(outcome))
+    except Exception as exc:
+        log.exception("hook output not rendered")
+        if not required:
+            return PreCompactAnswer(outcome, {})
+        blocked = _blocked(f"could not render its answer: {one_line(exc)}")
+        return PreCompactAnswer(blocked, {"decision": "block", "reason": blocked.block_reason})
 
 
 def run_pre_compact_hook(
-    stdin: TextIO, stdout: TextIO, stderr: TextIO, settings_loader: SettingsLoader
+    stdin: IO[str] | IO[bytes], stdout: IO[str], stderr: IO[str], settings_loader: SettingsLoader
 ) -> int:
     """The command hook: exit 0 with JSON on stdout, or exit 2 with one stderr line to block."""
     with _captured_logs() as logged:
         try:
-            settings, policy_hash = settings_loader()
-        except Exception as exc:
-            # No settings means no way to know whether archiving is required: block.
-            stderr.write(f"agent-gateway: cannot load compaction settings: {_line(exc)}\n")
-            return EXIT_BLOCK
-        try:
-            raw = json.loads(stdin.read())
-            if not isinstance(raw, dict):
-                raise HookInputError("hook input must be a JSON object")
-            request = parse_compact_request(raw)
-        except (ValueError, HookInputError) as exc:
-            request = CompactRequest(session_id="?", transcript_path="", trigger="")
-            outcome = _failed(f"bad hook input: {_line(exc)}", settings, request)
-        else:
-            outcome = archive_before_compact(request, settings, policy_hash)
-            if outcome.manifest is not None and hook_log_export_requested():
-                _export_archive(outcome.manifest, outcome.store)
-    json.dump(render_pre_compact(outcome), stdout)
-    stdout.write("\n")
+            raw = stdin.read()
+        except (OSError, ValueError) as exc:
+            raw = b""
+            logged.append(f"ERROR: hook input not read: {one_line(exc)}")
+        trail = _hook_trail() if hook_log_export_requested() else None
+        answer = answer_pre_compact(raw, settings_loader, trail=trail)
+        if trail is not None:
+            try:
+                trail.shutdown()  # bounded: the record is sent before the process exits
+            except Exception:
+                log.exception("archive log record not exported")
+    outcome = answer.outcome
+    try:
+        stdout.write(json.dumps(answer.output) + "\n")
+        stdout.flush()
+    except (OSError, ValueError) as exc:  # the exit status below still says block or not
+        stderr.write(f"agent-gateway: hook output not written: {one_line(exc)}\n")
     if outcome.blocked:
         stderr.write(outcome.block_reason + "\n")
         return EXIT_BLOCK
@@ -154,21 +195,14 @@ def run_pre_compact_hook(
     return EXIT_OK
 
 
-def _export_archive(manifest: Mapping[str, Any], store: str) -> None:
-    from gateway.hooks.command import hook_export
+def _hook_trail() -> AuditExport | None:
+    from gateway.hooks.trail import audit_export_from_env
 
     try:
-        export = hook_export()
-    except GatewayError as exc:  # the archive is written; its copy is what failed
+        return audit_export_from_env(hook=True)
+    except GatewayError as exc:  # the archive is still written; its copy is what fails
         log.error("archive log record not exported: %s", exc)
-        return
-    if export is not None:
-        export.archive(manifest, store)
-        export.shutdown()
-
-
-def _line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+        return None
 
 
 class _ListHandler(logging.Handler):

@@ -7,14 +7,12 @@ nonsense makes this exit 2, which blocks. Standard library only, to start fast.
 from __future__ import annotations
 
 import json
-import os
 import urllib.error
 import urllib.request
 from typing import IO
 
-EXIT_OK = 0
-EXIT_BLOCK = 2
-TOKEN_ENV = "AGENT_GATEWAY_TOKEN"
+from gateway.env import gateway_token
+from gateway.errors import EXIT_BLOCK, EXIT_OK
 
 
 def relay(
@@ -33,7 +31,7 @@ def relay(
         method="POST",
         headers={"Content-Type": "application/json"},
     )
-    token = os.environ.get(TOKEN_ENV)
+    token = gateway_token()
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:

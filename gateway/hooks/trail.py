@@ -8,14 +8,18 @@ An export never changes a decision: failures are counted and reported once, neve
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from gateway.env import otel_env
 from gateway.telemetry.audit_events import LogEvent, archive_event, decision_event
 from gateway.telemetry.ids import session_root, session_tool
 from gateway.telemetry.logs import LogSink, log_settings, open_log_sink
 from gateway.telemetry.model import SpanRef
+
+if TYPE_CHECKING:
+    from gateway.archive.manifest import Manifest
+    from gateway.audit.record import AuditRecord
 
 log = logging.getLogger("gateway.hooks.trail")
 
@@ -48,23 +52,19 @@ class AuditExport:
         """Take span ids from `spans` from now on (the run's tracer, once it exists)."""
         self._spans = spans
 
-    def decision(self, record: Mapping[str, Any]) -> None:
+    def decision(self, record: AuditRecord) -> None:
         """An audit record just appended."""
         self._emit(
             lambda: decision_event(
                 record,
-                self._spans.tool_ref(
-                    str(record.get("session_id") or ""), str(record.get("tool_use_id") or "")
-                ),
+                self._spans.tool_ref(record.get("session_id", ""), record.get("tool_use_id", "")),
             )
         )
 
-    def archive(self, manifest: Mapping[str, Any], store: str) -> None:
+    def archive(self, manifest: Manifest, store: str) -> None:
         """An archive just published in `store`."""
         self._emit(
-            lambda: archive_event(
-                manifest, store, self._spans.root_ref(str(manifest.get("session_id") or ""))
-            )
+            lambda: archive_event(manifest, store, self._spans.root_ref(manifest["session_id"]))
         )
 
     def _emit(self, build: Callable[[], LogEvent]) -> None:

@@ -14,13 +14,39 @@ rewritten after every append, numbered (`seq`) and linked to the checkpoint it r
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Literal, NamedTuple, NotRequired, TypedDict, cast
 
 from gateway.hashchain import GENESIS, HASH_KEY, link_problem
 from gateway.integrity.keys import KeySet, sealed_line
 
 FORMAT = "agent-gateway.checkpoint/1"
 ALARM = "alarm"
+
+Stored = Mapping[str, object]
+"""A checkpoint as read back (a JSON object from disk): trusted only once checked."""
+
+
+class Alarm(TypedDict):
+    at: int
+    """The first position found wrong (1-based)."""
+    reason: str
+    time: str
+
+
+class Checkpoint(TypedDict):
+    """A checkpoint as written: `checkpoint.json` / `audit.jsonl.checkpoint`."""
+
+    format: Literal["agent-gateway.checkpoint/1"]
+    chain: str
+    seq: int
+    count: int
+    head: str
+    time: str
+    alarm: NotRequired[Alarm]
+    prev_hash: str
+    hash: str
+    key_id: NotRequired[str]
+    mac: NotRequired[str]
 
 
 class Finding(NamedTuple):
@@ -39,13 +65,13 @@ def checkpoint_line(
     count: int,
     head: str,
     time: str,
-    previous: Mapping[str, Any] | None,
+    previous: Stored | None,
     keys: KeySet | None,
-    alarm: Mapping[str, Any] | None = None,
-) -> tuple[dict[str, Any], bytes]:
+    alarm: Alarm | None = None,
+) -> SealedCheckpoint:
     """The checkpoint after an append (`previous` is the one it replaces, None for the first),
     and the same as JSON, serialized once."""
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "format": FORMAT,
         "chain": chain,
         "seq": _int(previous.get("seq")) + 1 if previous else 1,
@@ -54,17 +80,24 @@ def checkpoint_line(
         "time": time,
     }
     carried = alarm or (previous.get(ALARM) if previous else None)
-    if carried:
+    if isinstance(carried, Mapping) and carried:
         body[ALARM] = dict(carried)
     prev_hash = str(previous.get(HASH_KEY, GENESIS)) if previous else GENESIS
-    return sealed_line(body, prev_hash, keys)
+    sealed, line = sealed_line(body, prev_hash, keys)
+    return SealedCheckpoint(cast(Checkpoint, sealed), line)
 
 
-def make_alarm(at: int, reason: str, time: str) -> dict[str, Any]:
+class SealedCheckpoint(NamedTuple):
+    checkpoint: Checkpoint
+    line: bytes
+    """The same as one line of JSON, serialized once."""
+
+
+def make_alarm(at: int, reason: str, time: str) -> Alarm:
     return {"at": at, "reason": reason, "time": time}
 
 
-def checkpoint_problem(checkpoint: Mapping[str, Any], keys: KeySet | None) -> str | None:
+def checkpoint_problem(checkpoint: Stored, keys: KeySet | None) -> str | None:
     """Why the checkpoint itself cannot be trusted (format, hash, MAC), or None."""
     if checkpoint.get("format") != FORMAT:
         return "not a checkpoint this gateway wrote"
@@ -79,7 +112,7 @@ def checkpoint_problem(checkpoint: Mapping[str, Any], keys: KeySet | None) -> st
 
 
 def compare(
-    checkpoint: Mapping[str, Any],
+    checkpoint: Stored,
     count: int,
     hash_at: Callable[[int], str | None],
     noun: str,
@@ -88,7 +121,7 @@ def compare(
 
     `hash_at(position)` is the hash of the item at a 1-based position.
     """
-    seq, expected = checkpoint.get("seq"), int(checkpoint.get("count", 0))
+    seq, expected = checkpoint.get("seq"), _int(checkpoint.get("count", 0))
     alarm = checkpoint.get(ALARM)
     if isinstance(alarm, Mapping):
         at = _int(alarm.get("at")) or 1
@@ -120,7 +153,7 @@ def compare(
 
 
 def checkpoint_finding(
-    checkpoint: Mapping[str, Any] | None,
+    checkpoint: Stored | None,
     count: int,
     hash_at: Callable[[int], str | None],
     keys: KeySet | None,
@@ -142,11 +175,21 @@ def checkpoint_finding(
     return compare(checkpoint, count, hash_at, noun)
 
 
-def _int(value: Any) -> int:
+def counted(checkpoint: Stored) -> int:
+    """The item count a checkpoint states (0 when it states none: see checkpoint_problem)."""
+    return _int(checkpoint.get("count"))
+
+
+def number(checkpoint: Stored) -> int:
+    """The checkpoint's own number, `seq` (0 when it has none)."""
+    return _int(checkpoint.get("seq"))
+
+
+def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def checkpoint_summary(checkpoint: Mapping[str, Any] | None, keys: KeySet | None) -> str:
+def checkpoint_summary(checkpoint: Stored | None, keys: KeySet | None) -> str:
     """`, checkpoint #12 matches, MACs checked (key ab12...)` for an OK line."""
     if not checkpoint:
         return ""

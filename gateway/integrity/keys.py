@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gateway.env import AUDIT_KEY_FILE_ENV, audit_key_file, gateway_home
 from gateway.errors import ConfigError
@@ -86,12 +86,18 @@ def sealed_link(
     record: Mapping[str, Any], prev_hash: str, keys: KeySet | None
 ) -> dict[str, Any]:
     """`link`, plus the signing key's id (hashed) and a MAC over the hash when keys are set."""
-    return sealed_line(record, prev_hash, keys)[0]
+    return sealed_line(record, prev_hash, keys).record
 
 
-def sealed_line(
-    record: Mapping[str, Any], prev_hash: str, keys: KeySet | None
-) -> tuple[dict[str, Any], bytes]:
+class Sealed(NamedTuple):
+    record: dict[str, Any]
+    """The record linked (`prev_hash`, `hash`) and with keys sealed (`key_id`, `mac`)."""
+    line: bytes
+    """The same as one line of JSON: the canonical body that was hashed, `hash` (and `mac`)
+    added at its end."""
+
+
+def sealed_line(record: Mapping[str, Any], prev_hash: str, keys: KeySet | None) -> Sealed:
     """`sealed_link` and the record as one line of JSON, serialized once: the canonical body
     that was hashed, with `hash` (and `mac`) added at its end."""
     body = {**record, KEY_ID: keys.signing.id} if keys is not None else dict(record)
@@ -105,7 +111,7 @@ def sealed_line(
     if keys is not None:
         body[MAC] = mac_of(keys.signing, digest)
         tail += f',"{MAC}":"{body[MAC]}"'
-    return body, canonical[:-1] + tail.encode() + b"}"
+    return Sealed(body, canonical[:-1] + tail.encode() + b"}")
 
 
 def key_id(secret: bytes) -> str:

@@ -75,8 +75,9 @@ def policy_explain(policy_paths: Sequence[str], input_path: str, *, out: TextIO 
         mode = " [monitor]" if hit.monitor else ""
         print(f"  - {hit.decision}{mode} {hit.rule_id}: {hit.rule_text}"
               + (f"  <- {hit.matched}" if hit.matched else ""), file=out)
-    for layer, kind, rule_id in result.layer_outcomes:
-        print(f"layer {layer}: {kind}" + (f" ({rule_id})" if rule_id else ""), file=out)
+    for outcome in result.layer_outcomes:
+        rule = f" ({outcome.rule_id})" if outcome.rule_id else ""
+        print(f"layer {outcome.layer}: {outcome.decision}{rule}", file=out)
     if policy.self_protection:
         ids = sorted({rule.id for rule in policy.builtin_rules})
         print(f"self-protection: on ({', '.join(ids)})", file=out)

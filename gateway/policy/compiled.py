@@ -9,11 +9,14 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gateway.policy.bash_rules import BashPattern
 from gateway.policy.domains import DomainPattern
 from gateway.policy.paths import PathPattern
+
+if TYPE_CHECKING:
+    from gateway.archive.config import CompactionSettings
 
 RuleDecision = Literal["deny", "ask", "allow"]
 BUILTIN_LAYER = "builtin"
@@ -142,7 +145,7 @@ class Policy:
         return tuple(r for layer in self.layers if layer.name == BUILTIN_LAYER
                      for r in layer.rules)
 
-    def compaction_settings(self) -> Any:
+    def compaction_settings(self) -> CompactionSettings:
         """The merged section as `gateway.archive.config.CompactionSettings` (imports pydantic)."""
         from gateway.archive.config import CompactionSettings
 

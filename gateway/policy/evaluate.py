@@ -51,13 +51,24 @@ class Hit:
     rule_text: str
 
 
+@dataclass(frozen=True, slots=True)
+class LayerOutcome:
+    """What one layer (file) decided on its own, before the layers are combined."""
+
+    layer: str
+    decision: DecisionKind
+    rule_id: str = ""
+    reason: str = ""
+    matched: str = ""
+
+
 @dataclass(frozen=True)
 class Explanation:
     decision: Decision
     hits: tuple[Hit, ...]
     scan: Scan | None
-    layer_outcomes: tuple[tuple[str, DecisionKind, str], ...]
-    """(layer, kind, rule id) per layer."""
+    layer_outcomes: tuple[LayerOutcome, ...]
+    """What each layer decided, org first."""
     allow_withheld: str = ""
     """Why allow rules (and `default: allow`) could not cover this Bash command."""
 
@@ -78,7 +89,7 @@ def explain(policy: Policy, call: ToolCall) -> Explanation:
                             policy_hash=policy.bundle_hash)
         return Explanation(decision, (), bash, ())
     all_hits: list[Hit] = []
-    outcomes: list[tuple[str, DecisionKind, str, str, str]] = []
+    outcomes: list[LayerOutcome] = []
     withheld = _allow_withheld(bash) if bash is not None else ""
     resolved = _Resolved(policy, call, bash) if bash is not None and bash.accesses else None
     for layer in policy.layers:
@@ -89,7 +100,7 @@ def explain(policy: Policy, call: ToolCall) -> Explanation:
         _combine(policy, outcomes, all_hits),
         tuple(all_hits),
         bash,
-        tuple((name, kind, rid) for name, kind, rid, _, _ in outcomes),
+        tuple(outcomes),
         withheld,
     )
 
@@ -403,33 +414,32 @@ def _summary(call: ToolCall) -> str:
 
 
 def _layer_outcome(layer: Layer, hits: list[Hit], allowed: bool, withheld: bool = False
-                   ) -> tuple[str, DecisionKind, str, str, str]:
+                   ) -> LayerOutcome:
     enforced = [h for h in hits if not h.monitor]
     for kind in ("deny", "ask"):
         for hit in enforced:
             if hit.decision == kind:
-                return layer.name, hit.decision, hit.rule_id, hit.reason, hit.matched
+                return LayerOutcome(layer.name, hit.decision, hit.rule_id, hit.reason, hit.matched)
     if allowed:
         first = next(h for h in enforced if h.decision == "allow")
-        return layer.name, "allow", first.rule_id, first.reason, first.matched
+        return LayerOutcome(layer.name, "allow", first.rule_id, first.reason, first.matched)
     if layer.default == "abstain" or (layer.default == "allow" and withheld):
-        return layer.name, "abstain", "", "", ""
-    return (layer.name, layer.default, f"{layer.name}:default",
-            f"no rule of {layer.name} matched; its default is {layer.default}", "")
+        return LayerOutcome(layer.name, "abstain")
+    return LayerOutcome(layer.name, layer.default, f"{layer.name}:default",
+                        f"no rule of {layer.name} matched; its default is {layer.default}")
 
 
-def _combine(policy: Policy, outcomes: list[tuple[str, DecisionKind, str, str, str]],
-             hits: list[Hit]) -> Decision:
+def _combine(policy: Policy, outcomes: list[LayerOutcome], hits: list[Hit]) -> Decision:
     monitor_deny = next((h for h in hits if h.monitor and h.decision == "deny"), None)
-    best = max(outcomes, key=lambda o: SEVERITY[o[1]], default=None)
-    kind: DecisionKind = best[1] if best is not None else "abstain"
+    best = max(outcomes, key=lambda o: SEVERITY[o.decision], default=None)
+    kind: DecisionKind = best.decision if best is not None else "abstain"
     if best is not None and kind in ("deny", "ask"):
-        _, _, rule_id, reason, matched = best
+        rule_id, reason, matched = best.rule_id, best.reason, best.matched
     elif monitor_deny is not None:
         rule_id, matched = monitor_deny.rule_id, monitor_deny.matched
         reason = f"monitor mode, would deny: {monitor_deny.reason}".rstrip(": ")
     elif best is not None:
-        _, _, rule_id, reason, matched = best
+        rule_id, reason, matched = best.rule_id, best.reason, best.matched
     else:
         rule_id = reason = matched = ""
     return Decision(kind, rule_id, reason, monitor_deny is not None, matched, policy.bundle_hash,

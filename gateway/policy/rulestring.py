@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from gateway.policy.bash_rules import parse_bash_pattern
 from gateway.policy.compiled import AnyInput, BashCommand, DomainRule, FieldRegex, Matcher, PathRule
@@ -36,8 +37,16 @@ def glob_regex(text: str) -> re.Pattern[str]:
     return re.compile(".*".join(re.escape(p) for p in text.split("*")), re.S)
 
 
-def parse_rule(text: str) -> tuple[tuple[str, ...], re.Pattern[str] | None, Matcher]:
-    """(tool names, tool glob, matcher) for one rule string; ValueError when malformed."""
+class ParsedRule(NamedTuple):
+    tools: tuple[str, ...]
+    """The tool names the rule names (empty when it names them by a glob)."""
+    glob: re.Pattern[str] | None
+    """`mcp__server__*`-style tool globs."""
+    matcher: Matcher
+
+
+def parse_rule(text: str) -> ParsedRule:
+    """The tools and the matcher of one rule string; ValueError when malformed."""
     found = _RULE.match(text.strip())
     if found is None:
         raise ValueError(f"not a permission rule: {text!r} (expected Tool or Tool(specifier))")
@@ -45,10 +54,10 @@ def parse_rule(text: str) -> tuple[tuple[str, ...], re.Pattern[str] | None, Matc
     glob = tool_glob(tool)
     tools = () if glob is not None else FAMILIES.get(tool, (tool,))
     if content is None or content in ("", "*"):
-        return tools, glob, AnyInput()
+        return ParsedRule(tools, glob, AnyInput())
     if glob is not None:
         raise ValueError(f"{text!r}: a tool pattern cannot take a specifier")
-    return tools, None, compile_content(tool, content)
+    return ParsedRule(tools, None, compile_content(tool, content))
 
 
 def compile_content(tool: str, content: str) -> Matcher:

@@ -11,11 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gateway.hookio.messages import StreamMessage
+
 if TYPE_CHECKING:
     from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
     from claude_agent_sdk.types import HookEvent
 
-MessageTap = Callable[[dict[str, Any]], None]
+MessageTap = Callable[[StreamMessage], None]
 CloseHook = Callable[[], None]
 
 
@@ -30,7 +32,7 @@ class Attachments:
     def add_hook(self, event: HookEvent, matcher: HookMatcher) -> None:
         self.hooks.setdefault(event, []).append(matcher)
 
-    def tap(self, message: dict[str, Any]) -> None:
+    def tap(self, message: StreamMessage) -> None:
         for each in self.taps:
             each(message)
 

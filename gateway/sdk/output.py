@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TextIO
+
+from gateway.hookio.messages import ResultMessage, StreamMessage, as_result
 
 
-def visible_to_caller(message: dict[str, Any], include_partial: bool) -> bool:
+def visible_to_caller(message: StreamMessage, include_partial: bool) -> bool:
     """Whether `claude -p --output-format stream-json --verbose` would have printed this.
 
     The gateway always asks for the partial stream; without the caller's flag Claude Code
@@ -31,7 +33,7 @@ class StreamJsonPrinter:
     out: TextIO
     include_partial: bool = False
 
-    def __call__(self, message: dict[str, Any]) -> None:
+    def __call__(self, message: StreamMessage) -> None:
         if visible_to_caller(message, self.include_partial):
             self.out.write(json.dumps(message, ensure_ascii=False) + "\n")
             self.out.flush()
@@ -41,18 +43,19 @@ class StreamJsonPrinter:
 class ResultTracker:
     """Remembers the last result: a stream can carry several (background subagents)."""
 
-    results: list[dict[str, Any]] = field(default_factory=list)
+    results: list[ResultMessage] = field(default_factory=list)
 
-    def __call__(self, message: dict[str, Any]) -> None:
-        if message.get("type") == "result":
-            self.results.append(message)
+    def __call__(self, message: StreamMessage) -> None:
+        result = as_result(message)
+        if result is not None:
+            self.results.append(result)
 
     @property
-    def last(self) -> dict[str, Any] | None:
+    def last(self) -> ResultMessage | None:
         return self.results[-1] if self.results else None
 
 
-def result_failure(result: dict[str, Any]) -> str | None:
+def result_failure(result: ResultMessage) -> str | None:
     """One line describing why a result is a failure, or None for a success."""
     subtype = str(result.get("subtype", ""))
     if subtype == "success" and not result.get("is_error"):

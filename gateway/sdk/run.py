@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TextIO
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKError
 
-from gateway.sdk.attachments import Attachments
+from gateway.errors import EXIT_FAILED, EXIT_OK, one_line
+from gateway.sdk.attachments import Attachments, MessageTap
 from gateway.sdk.output import ResultTracker, StreamJsonPrinter, result_failure
 from gateway.sdk.query import query
 
@@ -25,7 +26,7 @@ class RunRequest:
 
 
 async def execute(
-    request: RunRequest, out: TextIO, err: TextIO, extra_taps: list[Any] | None = None
+    request: RunRequest, out: TextIO, err: TextIO, extra_taps: list[MessageTap] | None = None
 ) -> int:
     """Run to the end of the stream, print as asked, return the exit status."""
     from gateway.sdk.wiring import attach_gateway
@@ -42,13 +43,13 @@ async def execute(
             pass  # the taps see everything; reading to the end is what matters
     except ClaudeSDKError as exc:
         if tracker.last is None:
-            print(f"agent-gateway run: error: {_one_line(exc)}", file=err)
-            return 1
+            print(f"agent-gateway run: error: {one_line(exc)[:500]}", file=err)
+            return EXIT_FAILED
         # Claude Code exits nonzero after an error result; the result already says why.
     result = tracker.last
     if result is None:
         print("agent-gateway run: error: the agent ended without a result", file=err)
-        return 1
+        return EXIT_FAILED
     if request.output_format == "json":
         out.write(json.dumps(result, ensure_ascii=False) + "\n")
     elif request.output_format == "text" and result.get("result"):
@@ -56,10 +57,5 @@ async def execute(
     failure = result_failure(result)
     if failure:
         print(f"agent-gateway run: {failure}", file=err)
-        return 1
-    return 0
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text[:500] or type(exc).__name__
+        return EXIT_FAILED
+    return EXIT_OK

@@ -4,12 +4,11 @@ finished spans out to the configured sink; at the end, the subagent transcripts'
 from __future__ import annotations
 
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
 
-from gateway.env import gateway_home, otel_env
+from gateway.env import gateway_home, otel_env, trace_context
 from gateway.telemetry import ContentPolicy, SpanRef, TraceBuilder, traceparent_for
 from gateway.telemetry.export import SpanSink, export_settings, install_exit_flush, open_span_sink
 from gateway.telemetry.subagents import (
@@ -28,10 +27,11 @@ class RunTracer:
         settings = export_settings(otel_env(), gateway_home())
         self._sink: SpanSink = open_span_sink(settings)
         self._uninstall = install_exit_flush(self._sink)
+        traceparent, tracestate = trace_context()
         self._builder = TraceBuilder.for_wrapper(
             start_ns=time.time_ns(),
-            traceparent=os.environ.get("TRACEPARENT"),
-            tracestate=os.environ.get("TRACESTATE"),
+            traceparent=traceparent,
+            tracestate=tracestate,
             content=ContentPolicy(capture=settings.capture_content),
             prompt=prompt,
         )

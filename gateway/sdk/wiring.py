@@ -1,14 +1,13 @@
-"""Turns a run request into what the gateway attaches: policy, archive, tracing."""
+"""Turns a run request into what the gateway attaches: policy and archive (the SDK callbacks of
+sdk/callbacks.py), tracing, and the policy's limits on the run's options."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from claude_agent_sdk import ClaudeAgentOptions, HookContext, HookMatcher
-from claude_agent_sdk.types import HookInput, HookJSONOutput
+from claude_agent_sdk import ClaudeAgentOptions
 
 from gateway.errors import ConfigError
 from gateway.hooks.engine import Engine
@@ -16,6 +15,7 @@ from gateway.hooks.trail import audit_export_from_env
 from gateway.integrity.keys import keys_from_env
 from gateway.policy import Limits
 from gateway.sdk.attachments import Attachments
+from gateway.sdk.callbacks import attach_hooks
 from gateway.sdk.tracer import RunTracer
 
 
@@ -41,42 +41,6 @@ def attach_gateway(
     attachments.on_close.append(tracer.close)
     attach_hooks(attachments, engine, tracer)
     return dataclasses.replace(options, env={**options.env, **tracer.child_env()})
-
-
-def attach_hooks(attachments: Attachments, engine: Engine, tracer: RunTracer) -> None:
-    # No PostToolUse callback: the tool_result in the stream ends the tool span, and every
-    # callback costs a control-protocol round trip per tool call.
-    async def pre_tool_use(
-        data: HookInput, tool_use_id: str | None, _ctx: HookContext
-    ) -> HookJSONOutput:
-        call, decision, output = engine.pre_tool_use(dict(data))
-        tracer.transcript(str(data.get("transcript_path") or ""))
-        tracer.pre_tool_use(
-            call.tool_use_id if call else str(tool_use_id or ""),
-            call.tool_name if call else str(data.get("tool_name", "")),
-            decision,
-        )
-        return output  # type: ignore[return-value]  # the same JSON a command hook prints
-
-    async def pre_compact(
-        data: HookInput, _tool_use_id: str | None, _ctx: HookContext
-    ) -> HookJSONOutput:
-        # Archiving waits for the transcript to settle: keep the event loop free meanwhile.
-        tracer.transcript(str(data.get("transcript_path") or ""))
-        outcome, output = await asyncio.to_thread(engine.pre_compact, dict(data))
-        if outcome.blocked:
-            # Claude Code reports a blocking SDK callback only as "[callback]"; a system
-            # message is how the reason reaches the stream.
-            output = {**output, "systemMessage": outcome.block_reason}
-        tracer.compacted(
-            outcome.archive_id or None,
-            outcome.error or None,
-            str(data.get("trigger") or "") or None,
-        )
-        return output  # type: ignore[return-value]
-
-    attachments.add_hook("PreToolUse", HookMatcher(matcher=None, hooks=[pre_tool_use]))
-    attachments.add_hook("PreCompact", HookMatcher(matcher=None, hooks=[pre_compact]))
 
 
 def apply_limits(options: ClaudeAgentOptions, limits: Limits, err: TextIO) -> ClaudeAgentOptions:

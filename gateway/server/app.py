@@ -11,12 +11,13 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from gateway.errors import one_line
 from gateway.hookio.events import is_hook_event, spelled_like
 from gateway.server.auth import TokenTable, auth_middleware, caller_of
-from gateway.server.bodies import BodyError, parse_object, read_limited
+from gateway.server.bodies import BodyError, JSONBody, parse_object, read_limited
 from gateway.server.proxy import SESSION_HEADER, ExchangeSink, Proxy, anthropic_error
 from gateway.server.runs import RunRefused
-from gateway.server.service import GatewayService, bad_request
+from gateway.server.service import GatewayService, bad_request, cannot_answer
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 MAX_HOOK_BODY = 1024 * 1024
@@ -127,16 +128,20 @@ async def _hook(request: web.Request) -> web.Response:
     except BodyError as exc:
         reply = bad_request(event, exc.status, str(exc))
         return web.json_response(reply.body, status=reply.status)
-    reply = await request.app[SERVICE].hook(event, body, raw, caller_of(request))
+    try:
+        reply = await request.app[SERVICE].hook(event, body, raw, caller_of(request))
+    except Exception as exc:  # fail closed: a deny (or block) and a 500, never a bare error
+        log.exception("hook %s not answered", event)
+        reply = cannot_answer(event, exc)
     return web.json_response(reply.body, status=reply.status)
 
 
-async def _read_json(request: web.Request, limit: int) -> tuple[bytes, dict[str, Any]]:
+async def _read_json(request: web.Request, limit: int) -> JSONBody:
     """The decoded body and its JSON object, within the limits of bodies.py."""
     raw = await read_limited(request, limit)
     encoding = request.headers.get("Content-Encoding", "")
     if len(raw) <= PARSE_INLINE and not encoding:
-        return raw, parse_object(raw)
+        return JSONBody(raw, parse_object(raw))
     return await request.app[SERVICE].offload_parse(raw, encoding, limit)
 
 
@@ -147,7 +152,7 @@ async def _runs(request: web.Request) -> web.StreamResponse:
         _, body = await _read_json(request, MAX_HOOK_BODY)
         run = await service.prepare_run(body, caller)
     except (BodyError, RunRefused) as exc:
-        return web.json_response({"error": " ".join(str(exc).split())}, status=exc.status)
+        return web.json_response({"error": one_line(exc)}, status=exc.status)
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     await response.prepare(request)
     async for line in service.stream_run(run, caller):

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+
+from gateway.audit.record import EventRecord
 
 NONE = "none"
 """The gateway decided nothing: the event is observed (spans, the archive step)."""
@@ -21,15 +22,17 @@ BLOCK = "block"
 
 def event_record(
     event: str,
-    body: Mapping[str, Any],
+    body: Mapping[str, object],
     tenant: str,
     *,
     decision: str,
     reason: str,
     now: datetime | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
-    record: dict[str, Any] = {
+    rule_id: str = "",
+    archive_id: str | None = None,
+    cwd: str | None = None,
+) -> EventRecord:
+    record: EventRecord = {
         "time": (now or datetime.now(UTC)).isoformat(timespec="microseconds"),
         "event": event,
         "session_id": _text(body.get("session_id")),
@@ -37,14 +40,20 @@ def event_record(
         "decision": decision,
         "reason": reason,
     }
-    for key, field in (("tool_use_id", "tool_use_id"), ("tool", "tool_name"),
-                       ("agent_id", "agent_id")):
-        value = _text(body.get(field))
-        if value:
-            record[key] = value
-    record.update(extra)
+    if tool_use_id := _text(body.get("tool_use_id")):
+        record["tool_use_id"] = tool_use_id
+    if tool := _text(body.get("tool_name")):
+        record["tool"] = tool
+    if agent_id := _text(body.get("agent_id")):
+        record["agent_id"] = agent_id
+    if rule_id:
+        record["rule_id"] = rule_id
+    if archive_id is not None:
+        record["archive_id"] = archive_id
+    if cwd is not None:
+        record["cwd"] = cwd
     return record
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else ""

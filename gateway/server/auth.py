@@ -10,7 +10,6 @@ never forwarded upstream.
 from __future__ import annotations
 
 import hmac
-import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,13 +19,13 @@ import yaml
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from gateway.errors import ConfigError
+from gateway.env import TOKEN_ENV, variable
+from gateway.errors import ConfigError, one_line
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 TOKEN_HEADER = "X-Agent-Gateway-Token"
 """The gateway token where `Authorization` carries the upstream's credential (the proxy):
 Claude Code sends it with ANTHROPIC_CUSTOM_HEADERS="X-Agent-Gateway-Token: TOKEN"."""
-TOKEN_ENV = "AGENT_GATEWAY_TOKEN"
 PROXY_AUTH_FAILURE = (
     f"agent-gateway: this request carries no valid gateway token. Export {TOKEN_ENV} with "
     "this gateway's token: the settings printed by `agent-gateway settings` send it "
@@ -103,7 +102,7 @@ def _read_tokens_file(path: Path) -> dict[str, Caller]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: {' '.join(str(exc).split())}") from None
+        raise ConfigError(f"{path}: {one_line(exc)}") from None
     if not isinstance(data, dict) or set(data) != {"tokens"}:
         raise ConfigError(f"{path}: expected exactly one key, 'tokens:', holding a list")
     entries = data["tokens"]
@@ -126,7 +125,7 @@ def _entry(path: Path, n: int, entry: Any) -> tuple[str, Caller]:
     if unknown:
         hint = " (team budgets are not supported yet)" if "budget" in unknown else ""
         raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}{hint}")
-    secret = entry.get("token") or os.environ.get(str(entry.get("token_env", "")), "")
+    secret = entry.get("token") or variable(str(entry.get("token_env", ""))) or ""
     if not secret or not isinstance(secret, str):
         raise ConfigError(f"{where} has no token (or its token_env is unset)")
     name = entry.get("name", f"token-{n}")

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 import zlib
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 from aiohttp import web
+
+from gateway.errors import one_line
+from gateway.types import JSONObject
 
 MAX_DEPTH = 64
 """Hook inputs nest a handful of levels (tool_input objects); MCP inputs a few more."""
@@ -71,22 +74,29 @@ def _inflate(raw: bytes, wbits: int, name: str, limit: int) -> bytes:
     return out
 
 
-def decode_object(raw: bytes, content_encoding: str, limit: int) -> tuple[bytes, dict[str, Any]]:
-    """`decode` then `parse_object`: the body as JSON bytes, and the object."""
+class JSONBody(NamedTuple):
+    raw: bytes
+    """The body as JSON bytes (decompressed)."""
+    value: JSONObject
+
+
+def decode_object(raw: bytes, content_encoding: str, limit: int) -> JSONBody:
+    """`decode` then `parse_object`."""
     data = decode(raw, content_encoding, limit)
-    return data, parse_object(data)
+    return JSONBody(data, parse_object(data))
 
 
-def parse_object(data: bytes, max_depth: int = MAX_DEPTH) -> dict[str, Any]:
+def parse_object(data: bytes, max_depth: int = MAX_DEPTH) -> JSONObject:
     """A JSON object nested at most `max_depth` deep."""
     try:
         value = json.loads(data)
     except RecursionError:
         raise BodyError(400, f"JSON nested deeper than {max_depth} levels") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise BodyError(400, f"malformed JSON: {' '.join(str(exc).split())}") from None
+        raise BodyError(400, f"malformed JSON: {one_line(exc)}") from None
     if not isinstance(value, dict):
         raise BodyError(400, "expected a JSON object")
+    value = cast(JSONObject, value)
     # Fewer brackets than the limit cannot nest deeper than it: skip the walk.
     if data.count(b"[") + data.count(b"{") > max_depth and _depth_exceeds(value, max_depth):
         raise BodyError(400, f"JSON nested deeper than {max_depth} levels")

@@ -18,14 +18,50 @@ other, the session's own Anthropic credential, upstream.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
+
+from gateway.env import TOKEN_ENV
 
 if TYPE_CHECKING:
     from gateway.policy import Policy
 
-TOKEN_ENV = "AGENT_GATEWAY_TOKEN"
 API_KEY_HELPER = f'printf %s "${TOKEN_ENV}"'
 """Run by Claude Code with /bin/sh; its output goes to the gateway's proxy as the token."""
+
+
+class HookHandler(TypedDict):
+    """One handler in Claude Code's `hooks` settings."""
+
+    type: Literal["http", "command"]
+    url: NotRequired[str]
+    command: NotRequired[str]
+    timeout: NotRequired[int]
+    headers: NotRequired[dict[str, str]]
+    allowedEnvVars: NotRequired[list[str]]
+    onFailure: NotRequired[Literal["block"]]
+
+
+class HookMatcher(TypedDict):
+    matcher: NotRequired[str]
+    hooks: list[HookHandler]
+
+
+class Permissions(TypedDict):
+    deny: list[str]
+    disableBypassPermissionsMode: NotRequired[Literal["disable"]]
+
+
+class ClaudeSettings(TypedDict):
+    """The part of Claude Code's settings JSON the gateway writes."""
+
+    hooks: dict[str, list[HookMatcher]]
+    permissions: Permissions
+    allowedHttpHookUrls: NotRequired[list[str]]
+    httpHookAllowedEnvVars: NotRequired[list[str]]
+    env: NotRequired[dict[str, str]]
+    apiKeyHelper: NotRequired[str]
+
+
 BLOCKING_EVENTS = ("PreToolUse", "PreCompact")
 """Events whose failure must stop the agent: a tool call, a compaction without archive."""
 OBSERVING_EVENTS = (
@@ -48,12 +84,12 @@ def gateway_settings(
     timeout_s: int = 10,
     compact_timeout_s: int = 300,
     proxy: bool = True,
-) -> dict[str, Any]:
+) -> ClaudeSettings:
     """Settings JSON (for --settings, .claude/settings.json or a managed drop-in)."""
     base = url.rstrip("/")
-    hooks: dict[str, Any] = {}
+    hooks: dict[str, list[HookMatcher]] = {}
     for event in (*BLOCKING_EVENTS, *OBSERVING_EVENTS):
-        handler: dict[str, Any] = {
+        handler: HookHandler = {
             "type": "http",
             "url": f"{base}/hooks/{event}",
             "timeout": compact_timeout_s if event == "PreCompact" else timeout_s,
@@ -63,11 +99,11 @@ def gateway_settings(
             handler["allowedEnvVars"] = [TOKEN_ENV]
         if event in BLOCKING_EVENTS:
             handler["onFailure"] = "block"
-        entry: dict[str, Any] = {"hooks": [handler]}
+        entry: HookMatcher = {"hooks": [handler]}
         if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
-            entry = {"matcher": "*", **entry}
+            entry = {"matcher": "*", "hooks": [handler]}
         hooks[event] = [entry]
-    settings: dict[str, Any] = {
+    settings: ClaudeSettings = {
         "hooks": hooks,
         "allowedHttpHookUrls": [f"{base}/*"],
         "permissions": {"deny": list(dict.fromkeys(static_denies))},
@@ -83,7 +119,7 @@ def gateway_settings(
 
 def command_hook_settings(
     url: str, *, static_denies: Sequence[str] = (), gateway_command: str = "agent-gateway"
-) -> dict[str, Any]:
+) -> ClaudeSettings:
     """The command-hook form: `agent-gateway hook pre-tool-use --remote URL`, which exits 2
     (blocks) whenever the gateway cannot answer."""
     base = url.rstrip("/")
@@ -113,7 +149,7 @@ def static_denies(policy: Policy) -> list[str]:
     return list(dict.fromkeys(denies))
 
 
-def managed_settings(url: str, *, static_denies: Sequence[str] = ()) -> dict[str, Any]:
+def managed_settings(url: str, *, static_denies: Sequence[str] = ()) -> ClaudeSettings:
     """A managed-settings.d drop-in: the same wiring, plus bypass mode switched off so a
     user cannot skip the gateway's decisions with --dangerously-skip-permissions."""
     settings = gateway_settings(url, static_denies=static_denies)

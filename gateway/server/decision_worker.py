@@ -1,21 +1,20 @@
-"""The decision worker: a process that parses, decides and audits PreToolUse calls for the
-server, so that no Bash analysis ever runs on the server's event loop.
+"""The decision worker: a process that answers PreToolUse calls for the server (the one
+decision path, hooks/decision.py, through a hooks.engine.Engine per caller's policy layers), so
+that no Bash analysis ever runs on the server's event loop.
 
 Why processes and not threads: tree-sitter holds the GIL for a whole parse (measured with
 py-tree-sitter 0.26: a thread spinning beside a 5 s parse made no progress at all), so a slow
 parse in a thread stalls every other request of the process. A worker process can instead be
 niced when its job runs long and killed when the decision budget is spent.
 
-Requests are `(kind, layers, body, audit_extra)`; `body` is the hook input's JSON bytes.
-Replies are `("ok", Decision | None, answer, records)` (the audit records written, for the
-server to export as log records: the OpenTelemetry SDK lives there), `("unloadable",
-message)` when the caller's policy layers do not load, or `("error", message)`.
+A request is a `DecideRequest`; the reply is `Decided` (with the audit record written, for
+the server to export as a log record: the OpenTelemetry SDK lives there), `Unloadable` when
+the caller's policy layers do not load, or `WorkerError`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import resource
@@ -25,21 +24,51 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, NamedTuple
 
-from gateway.errors import GatewayError
-from gateway.hookio.parse import tool_call_from_input
+from gateway.errors import GatewayError, one_line
 from gateway.hooks.engine import Engine
-from gateway.policy import decide
 from gateway.server.workers import serve_jobs
+from gateway.types import Decision
 
-PRE_TOOL_USE = "pre_tool_use"
-"""Decide, audit, render: what answers a PreToolUse hook."""
-DECIDE = "decide"
-"""The decision only (PostToolUse spans recompute it); nothing is audited."""
+if TYPE_CHECKING:
+    from gateway.audit.record import AuditRecord
+    from gateway.hookio.wire import PreToolUseOutput
 
-Request = tuple[str, tuple[str, ...], bytes, Mapping[str, Any]]
-Reply = tuple[Any, ...]
+
+@dataclass(frozen=True, slots=True)
+class DecideRequest:
+    layers: tuple[str, ...]
+    """The caller's policy files, org first."""
+    body: bytes
+    """The hook input's JSON bytes."""
+    tenant: str
+    """The caller, recorded in the audit record."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    decision: Decision
+    output: PreToolUseOutput
+    record: AuditRecord | None
+    """The audit record written (None when nothing was: unreadable input, no audit log)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unloadable:
+    """The caller's policy layers do not load; `message` says why."""
+
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerError:
+    """The job failed in the worker (out of memory, a bug); `message` says how."""
+
+    message: str
+
+
+Reply = Decided | Unloadable | WorkerError
 
 
 @dataclass(frozen=True)
@@ -72,79 +101,52 @@ def worker_main(conn: Connection, init: WorkerInit) -> None:
         with contextlib.suppress(GatewayError):  # reported when a request needs these layers
             engines[layers] = _engine(layers, init)
 
-    def handle(request: Request) -> Reply:
-        kind, layers, body, extra = request
+    def handle(request: DecideRequest) -> Reply:
         signal.setitimer(signal.ITIMER_REAL, init.job_limit_s)
         try:
-            return _handle(engines, init, kind, layers, body, extra)
+            return _handle(engines, init, request)
         except MemoryError:
-            return ("error", f"out of memory (limit {init.memory_limit // (1024 * 1024)} MiB)")
+            return WorkerError(f"out of memory (limit {init.memory_limit // (1024 * 1024)} MiB)")
         except Exception as exc:  # an engine bug: the server answers with a deny
-            return ("error", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+            return WorkerError(one_line(exc, typed=True))
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
 
     serve_jobs(conn, handle)
 
 
-def _handle(
-    engines: dict[tuple[str, ...], Engine],
-    init: WorkerInit,
-    kind: str,
-    layers: tuple[str, ...],
-    body: bytes,
-    extra: Mapping[str, Any],
-) -> Reply:
+def _handle(engines: dict[tuple[str, ...], Engine], init: WorkerInit, request: DecideRequest
+            ) -> Reply:
+    layers = request.layers
     engine = engines.get(layers)
     if engine is None:
         failed = _FAILED.get(layers)
-        if failed is not None and time.monotonic() - failed[0] < RETRY_LOAD_S:
-            return ("unloadable", failed[1])
+        if failed is not None and time.monotonic() - failed.at < RETRY_LOAD_S:
+            return Unloadable(failed.message)
         try:
             engine = engines[layers] = _engine(layers, init)
         except GatewayError as exc:
-            _FAILED[layers] = (time.monotonic(), " ".join(str(exc).split()))
-            return ("unloadable", _FAILED[layers][1])
+            _FAILED[layers] = _LoadFailure(time.monotonic(), one_line(exc))
+            return Unloadable(one_line(exc))
         _FAILED.pop(layers, None)
-    data = json.loads(body)
-    if kind == PRE_TOOL_USE:
-        _WRITTEN.records.clear()
-        _, decision, answer = engine.pre_tool_use(data, audit_extra=extra)
-        return ("ok", decision, answer, tuple(_WRITTEN.records))
-    policy = engine.policy
-    if policy is None:
-        return ("ok", None, {})
-    try:
-        call = tool_call_from_input({**data, "hook_event_name": "PreToolUse"})
-    except GatewayError:
-        return ("ok", None, {})
-    return ("ok", decide(policy, call), {})
+    answer = engine.pre_tool_use(request.body, audit_extra={"tenant": request.tenant})
+    return Decided(answer.decision, answer.output, answer.record)
 
 
 RETRY_LOAD_S = 0.5
 """Layers that did not load are tried again at most this often (as often as reloads)."""
-_FAILED: dict[tuple[str, ...], tuple[float, str]] = {}
 
 
-class _Written:
-    """Collects the audit records an engine writes during one job."""
+class _LoadFailure(NamedTuple):
+    at: float
+    """time.monotonic() of the failed load."""
+    message: str
 
-    def __init__(self) -> None:
-        self.records: list[dict[str, Any]] = []
 
-    def decision(self, record: Mapping[str, Any]) -> None:
-        self.records.append(dict(record))
-
-    def archive(self, manifest: Mapping[str, Any], store: str) -> None:
-        """Workers never archive."""
+_FAILED: dict[tuple[str, ...], _LoadFailure] = {}
+"""Per layer set that did not load: when, and why."""
 
 
 def _engine(layers: tuple[str, ...], init: WorkerInit) -> Engine:
-    return Engine(layers, audit_log=_path(init.audit_log), audit_export=_WRITTEN)
-
-
-_WRITTEN = _Written()
-
-
-def _path(value: str) -> Path | None:
-    return Path(value) if value else None
+    # No off-host copy here: the server exports the records its workers write.
+    return Engine(layers, audit_log=Path(init.audit_log) if init.audit_log else None)

@@ -13,18 +13,14 @@ import asyncio
 import io
 import json
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal, TypedDict, cast
+
+from gateway.types import JSONObject
 
 _STRINGS = ("cwd", "model", "permission_mode", "effort", "resume")
-_LISTS = ("allowed_tools", "disallowed_tools")
 _REMOTE_PERMISSION_MODES = frozenset({"default", "acceptEdits", "plan", "dontAsk"})
-_KNOWN = frozenset(
-    {"prompt", "max_turns", "max_budget_usd", "fork_session", "include_partial_messages"}
-    | set(_STRINGS)
-    | set(_LISTS)
-)
 
 
 class RunRefused(Exception):
@@ -50,17 +46,50 @@ def confine_cwd(cwd: str, roots: Sequence[str]) -> str:
     raise RunRefused(403, f"'cwd' {shown} is outside this token's runs roots")
 
 
+class RunOptions(TypedDict, total=False):
+    """The options a remote run may set, with ClaudeAgentOptions' names and types."""
+
+    cwd: str
+    model: str
+    permission_mode: Literal["default", "acceptEdits", "plan", "dontAsk"]
+    effort: Literal["low", "medium", "high", "xhigh", "max"]
+    resume: str
+    allowed_tools: list[str]
+    disallowed_tools: list[str]
+    max_turns: int
+    max_budget_usd: float
+    fork_session: bool
+
+
+class RunBody(RunOptions, total=False):
+    """POST /v1/runs: the prompt and the run's options (`parse_run_request` checks each)."""
+
+    prompt: str
+    include_partial_messages: bool
+
+
+class GatewayExit(TypedDict):
+    """The last NDJSON line of a remote run."""
+
+    type: Literal["gateway_exit"]
+    exit_code: int
+    errors: list[str]
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """A validated remote run: plain values until the SDK is imported to run it."""
 
     prompt: str
-    options: Mapping[str, Any]
+    options: RunOptions
     policy_paths: tuple[str, ...]
     include_partial_messages: bool = False
 
 
-def parse_run_request(body: Mapping[str, Any], policy_paths: Sequence[str]) -> RunSpec:
+_KNOWN = RunBody.__required_keys__ | RunBody.__optional_keys__
+
+
+def parse_run_request(body: JSONObject, policy_paths: Sequence[str]) -> RunSpec:
     """Validate the JSON body; ValueError names the offending key."""
     unknown = sorted(set(body) - _KNOWN)
     if unknown:
@@ -68,23 +97,24 @@ def parse_run_request(body: Mapping[str, Any], policy_paths: Sequence[str]) -> R
     prompt = body.get("prompt")
     if not isinstance(prompt, str) or not prompt:
         raise ValueError("'prompt' must be a non-empty string")
-    options: dict[str, Any] = {}
+    strings: dict[str, str] = {}
     for key in _STRINGS:
-        if body.get(key) is not None:
-            if not isinstance(body[key], str):
+        value = body.get(key)
+        if value is not None:
+            if not isinstance(value, str):
                 raise ValueError(f"'{key}' must be a string")
-            options[key] = body[key]
-    mode = options.get("permission_mode")
+            strings[key] = value
+    mode = strings.get("permission_mode")
     if mode is not None and mode not in _REMOTE_PERMISSION_MODES:
         # bypassPermissions would let every call the policy abstains on run unasked.
         allowed = ", ".join(sorted(_REMOTE_PERMISSION_MODES))
         raise ValueError(f"'permission_mode' {mode!r} is not allowed for remote runs ({allowed})")
-    for key in _LISTS:
-        value = body.get(key)
-        if value is not None:
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ValueError(f"'{key}' must be a list of strings")
-            options[key] = list(value)
+    # Checked above (the mode) or below, by Claude Code (the effort level, the model).
+    options = cast(RunOptions, strings)
+    if (allowed_tools := _string_list(body, "allowed_tools")) is not None:
+        options["allowed_tools"] = allowed_tools
+    if (disallowed_tools := _string_list(body, "disallowed_tools")) is not None:
+        options["disallowed_tools"] = disallowed_tools
     if body.get("max_turns") is not None:
         turns = body["max_turns"]
         if not isinstance(turns, int) or isinstance(turns, bool) or turns < 1:
@@ -101,6 +131,15 @@ def parse_run_request(body: Mapping[str, Any], policy_paths: Sequence[str]) -> R
         options["fork_session"] = True
     partial = bool(body.get("include_partial_messages"))
     return RunSpec(prompt, options, tuple(policy_paths), partial)
+
+
+def _string_list(body: JSONObject, key: str) -> list[str] | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"'{key}' must be a list of strings")
+    return [str(v) for v in value]
 
 
 class _QueueWriter(io.StringIO):
@@ -151,6 +190,5 @@ async def stream_run_lines(spec: RunSpec) -> AsyncIterator[bytes]:
         if not task.done():
             task.cancel()  # the client went away: stop the agent
     errors = [line for line in err.getvalue().splitlines() if line.strip()]
-    yield (
-        json.dumps({"type": "gateway_exit", "exit_code": code, "errors": errors}) + "\n"
-    ).encode()
+    last: GatewayExit = {"type": "gateway_exit", "exit_code": code, "errors": errors}
+    yield (json.dumps(last) + "\n").encode()

@@ -20,19 +20,30 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from gateway.audit.log import append_record, audit_path
-from gateway.audit.record import decision_record
-from gateway.errors import GatewayError
-from gateway.hookio.parse import tool_call_from_input
+from gateway.audit.record import DecisionRecord, EventRecord, decision_record
+from gateway.env import snapshot
+from gateway.errors import GatewayError, one_line
+from gateway.hookio.parse import parse_pre_tool_use
 from gateway.hookio.render import render_pre_tool_use
-from gateway.hooks.engine import Engine, deny
+from gateway.hookio.wire import PreCompactOutput, PreToolUseHookSpecificOutput, PreToolUseOutput
+from gateway.hooks.decision import fail_closed
+from gateway.hooks.engine import Engine
 from gateway.hooks.trail import AuditExport
 from gateway.server import audit_events as ev
 from gateway.server.auth import Caller
-from gateway.server.bodies import decode_object
-from gateway.server.decision_worker import DECIDE, PRE_TOOL_USE, WorkerInit, worker_main
+from gateway.server.bodies import JSONBody, decode_object
+from gateway.server.decided import DecidedCalls
+from gateway.server.decision_worker import (
+    Decided,
+    DecideRequest,
+    Unloadable,
+    WorkerError,
+    WorkerInit,
+    worker_main,
+)
 from gateway.server.offload import Offload, cores
 from gateway.server.owners import SessionOwners
 from gateway.server.runs import (
@@ -45,7 +56,7 @@ from gateway.server.runs import (
 from gateway.server.tenancy import OwnerStoreError, Tenancy, valid_session_id
 from gateway.server.tracing import ServerTracer
 from gateway.server.workers import JobFailed, JobTimeout, WorkerPool
-from gateway.types import Decision
+from gateway.types import JSON, Decision, JSONObject
 
 log = logging.getLogger("gateway.server")
 
@@ -66,10 +77,23 @@ MODEL_REQUEST = "ModelRequest"
 """Audit event names for refusals outside the hooks: /v1/runs and the Messages API proxy."""
 
 
+class Refusal(TypedDict, total=False):
+    """A hook request answered with an error status: why, and for the events that block,
+    the blocking answer too (a client that reads the body anyway never sees an allow)."""
+
+    error: str
+    hookSpecificOutput: PreToolUseHookSpecificOutput
+    decision: Literal["block"]
+    reason: str
+
+
+HookAnswer = PreToolUseOutput | PreCompactOutput | Refusal
+
+
 @dataclass(frozen=True)
 class HookReply:
     status: int
-    body: dict[str, Any]
+    body: HookAnswer
 
 
 @dataclass(frozen=True)
@@ -108,9 +132,11 @@ class GatewayService:
         self._audit_export = audit_export
         self._engines: dict[tuple[str, ...], Engine] = {}
         self._decided_layers: dict[tuple[str, ...], None] = {}
+        """Layer sets the workers have decided for: a new worker loads them before it serves."""
         self._unloadable: dict[tuple[str, ...], str] = {}
         """Callers' layer sets that do not load (their calls are denied), for /readyz."""
-        """Layer sets the workers have decided for: a new worker loads them before it serves."""
+        self._enforced = DecidedCalls()
+        """PreToolUse decisions made here, for the tool spans of their PostToolUse."""
         self._sink_ok = sink_ok
         self._runs_roots = tuple(runs_roots)
         self.decision_budget_s = decision_budget_s
@@ -155,7 +181,7 @@ class GatewayService:
 
     def _worker_init(self) -> WorkerInit:
         return WorkerInit(
-            env=dict(os.environ),
+            env=snapshot(),
             cwd=os.getcwd(),
             audit_log=str(self._audit_log),
             memory_limit=WORKER_MEMORY_LIMIT,
@@ -164,9 +190,7 @@ class GatewayService:
         )
 
     # --- hooks ------------------------------------------------------------------------------
-    async def hook(
-        self, event: str, body: Mapping[str, Any], raw: bytes, caller: Caller
-    ) -> HookReply:
+    async def hook(self, event: str, body: JSONObject, raw: bytes, caller: Caller) -> HookReply:
         named = body.get("hook_event_name")
         if named is not None and named != event:
             return bad_request(event, 400, f"hook_event_name {named!r} does not match {event}")
@@ -174,7 +198,7 @@ class GatewayService:
         if session_id is not None and not valid_session_id(session_id):
             return bad_request(event, 400, "session_id must be a printable string (max 256)")
         try:
-            refusal = await self.tenancy.refusal(session_id or "", caller.name)
+            refusal = await self.tenancy.refusal(_text(session_id), caller.name)
         except OwnerStoreError as exc:
             return _cannot_decide(event, 503, f"agent-gateway: {exc}")
         if refusal:
@@ -183,19 +207,20 @@ class GatewayService:
         if event == "PreToolUse":
             return HookReply(200, await self._pre_tool_use(body, raw, caller))
         if event in ("PostToolUse", "PostToolUseFailure"):
-            decision = await self._recompute(raw, caller) if self._tracer is not None else None
+            # The decision enforced at PreToolUse, if this replica made it; never made again.
+            decision = self._enforced.recall(
+                caller.name, _text(body.get("session_id")), _text(body.get("tool_use_id"))
+            )
             return await self._observed(event, body, caller, decision)
         if event == "PreCompact":
             return await self._pre_compact(body, caller)
         return await self._observed(event, body, caller)
 
-    async def _pre_tool_use(
-        self, body: Mapping[str, Any], raw: bytes, caller: Caller
-    ) -> dict[str, Any]:
+    async def _pre_tool_use(self, body: JSONObject, raw: bytes, caller: Caller) -> PreToolUseOutput:
         pool = self._large if len(raw) > LARGE_INPUT else self._small
-        job = (PRE_TOOL_USE, self._layers(caller), raw, {"tenant": caller.name})
+        layers = self._layers(caller)
         try:
-            reply = await pool.call(job)
+            reply = await pool.call(DecideRequest(layers, raw, caller.name))
         except JobTimeout:
             budget = f"{self.decision_budget_s:g} s"
             return await self._deny(
@@ -204,59 +229,55 @@ class GatewayService:
             )
         except JobFailed as exc:
             return await self._deny(body, caller, f"agent-gateway could not decide: {exc}")
-        if reply[0] == "unloadable":
-            log.error("policy for caller %s does not load: %s", caller.name, reply[1])
-            self._unloadable[self._layers(caller)] = str(reply[1])
+        if isinstance(reply, Unloadable):
+            log.error("policy for caller %s does not load: %s", caller.name, reply.message)
+            self._unloadable[layers] = reply.message
             return await self._deny(
-                body, caller, f"agent-gateway cannot load this caller's policy: {reply[1]}"
+                body, caller, f"agent-gateway cannot load this caller's policy: {reply.message}"
             )
-        if reply[0] != "ok":
-            log.error("decision failed: %s", reply[1])
-            return await self._deny(body, caller, f"agent-gateway could not decide: {reply[1]}")
-        decision, answer = reply[1], reply[2]
-        if self._audit_export is not None:
-            for record in reply[3]:
-                self._audit_export.decision(record)
-        self._unloadable.pop(self._layers(caller), None)
-        if decision.kind == "deny" and self._tracer is not None:
-            self._traced(self._tracer.on_tool_denied, body, decision)
-        return dict(answer)
+        if not isinstance(reply, Decided):
+            message = reply.message if isinstance(reply, WorkerError) else repr(reply)
+            log.error("decision failed: %s", message)
+            return await self._deny(body, caller, f"agent-gateway could not decide: {message}")
+        if self._audit_export is not None and reply.record is not None:
+            self._audit_export.decision(reply.record)
+        self._unloadable.pop(layers, None)
+        if self._tracer is not None:
+            if reply.decision.kind == "deny":  # no PostToolUse follows: the span is complete
+                self._traced(self._tracer.on_tool_denied, body, reply.decision)
+            else:
+                self._enforced.remember(
+                    caller.name, _text(body.get("session_id")), _text(body.get("tool_use_id")),
+                    reply.decision,
+                )
+        return reply.output
 
-    async def _deny(self, body: Mapping[str, Any], caller: Caller, reason: str) -> dict[str, Any]:
+    async def _deny(self, body: JSONObject, caller: Caller, reason: str) -> PreToolUseOutput:
         """A deny the workers could not record themselves: recorded here, then answered."""
-        decision = deny(" ".join(reason.split()))
+        decision = fail_closed(reason)
         try:
             await self._offload.io(self._append_deny, body, decision, caller)
-        except OSError as exc:
-            log.error("audit log not writable, the deny stands: %s", exc)
+        except Exception as exc:  # the deny stands, recorded or not
+            log.error("audit log not writable, the deny stands: %s", one_line(exc, typed=True))
         if self._tracer is not None:
             self._traced(self._tracer.on_tool_denied, body, decision)
-        return dict(render_pre_tool_use(decision))
+        return render_pre_tool_use(decision)
 
-    def _append_deny(self, body: Mapping[str, Any], decision: Decision, caller: Caller) -> None:
+    def _append_deny(self, body: JSONObject, decision: Decision, caller: Caller) -> None:
+        record: DecisionRecord | EventRecord
         try:
-            record = decision_record(tool_call_from_input(dict(body)), decision)
-        except (GatewayError, TypeError, ValueError):
+            record = decision_record(parse_pre_tool_use(body), decision)
+        except GatewayError:
             record = ev.event_record(
                 "PreToolUse", body, caller.name, decision="deny", reason=decision.reason,
                 rule_id=decision.rule_id,
             )
         self._append({**record, "tenant": caller.name})
 
-    async def _recompute(self, raw: bytes, caller: Caller) -> Decision | None:
-        """The PreToolUse decision again (for the tool span), in the same workers."""
-        pool = self._large if len(raw) > LARGE_INPUT else self._small
-        try:
-            reply = await pool.call((DECIDE, self._layers(caller), raw, {}))
-        except (JobTimeout, JobFailed):
-            return None
-        decision = reply[1] if reply[0] == "ok" else None
-        return decision if isinstance(decision, Decision) else None
-
     async def _observed(
         self,
         event: str,
-        body: Mapping[str, Any],
+        body: JSONObject,
         caller: Caller,
         decision: Decision | None = None,
     ) -> HookReply:
@@ -268,7 +289,7 @@ class GatewayService:
         return HookReply(200, {})
 
     def _observe(
-        self, event: str, body: Mapping[str, Any], caller: Caller, decision: Decision | None
+        self, event: str, body: JSONObject, caller: Caller, decision: Decision | None
     ) -> None:
         reason = f"{event} is observed: the gateway decides nothing for it"
         self._append(ev.event_record(event, body, caller.name, decision=ev.NONE, reason=reason))
@@ -281,18 +302,19 @@ class GatewayService:
         elif event == "SessionEnd":
             self._traced(self._tracer.on_session_end, body)
 
-    async def _pre_compact(self, body: Mapping[str, Any], caller: Caller) -> HookReply:
+    async def _pre_compact(self, body: JSONObject, caller: Caller) -> HookReply:
         try:
             engine = await self._offload.io(self.engine_for, caller)
         except GatewayError as exc:
             # Whether an archive is required is unknown: compaction must wait.
             reason = f"agent-gateway cannot load this caller's policy: {exc}"
             log.error("policy for caller %s does not load: %s", caller.name, exc)
-            self._unloadable[self._layers(caller)] = " ".join(str(exc).split())
+            self._unloadable[self._layers(caller)] = one_line(exc)
             await self._record_compaction(body, caller, ev.BLOCK, reason, "")
             return HookReply(200, {"decision": "block", "reason": " ".join(reason.split())})
         started = time.time_ns()
-        outcome, answer = await self._offload.archive(engine.pre_compact, body)
+        answer = await self._offload.archive(engine.pre_compact, body)
+        outcome = answer.outcome
         if outcome.blocked:
             decision, reason = ev.BLOCK, outcome.block_reason
         else:
@@ -305,10 +327,10 @@ class GatewayService:
             self._traced(
                 self._tracer.on_compaction, body, started, outcome.archive_id, outcome.error
             )
-        return HookReply(200, answer)
+        return HookReply(200, answer.output)
 
     async def _record_compaction(
-        self, body: Mapping[str, Any], caller: Caller, decision: str, reason: str, archive: str
+        self, body: JSONObject, caller: Caller, decision: str, reason: str, archive: str
     ) -> None:
         record = ev.event_record(
             "PreCompact", body, caller.name, decision=decision, reason=reason, archive_id=archive
@@ -319,19 +341,19 @@ class GatewayService:
             log.error("audit log not writable: %s", exc)
 
     async def audit_refusal(
-        self, event: str, body: Mapping[str, Any], caller: Caller, reason: str, **extra: Any
+        self, event: str, body: JSONObject, caller: Caller, reason: str, *, cwd: str | None = None
     ) -> None:
         decision = "deny" if event == "PreToolUse" else ev.REFUSED
         record = ev.event_record(
             event, body, caller.name, decision=decision, reason=reason, rule_id="gateway.tenant",
-            **extra,
+            cwd=cwd,
         )
         try:
             await self._offload.io(self._append, record)
         except OSError as exc:
             log.error("audit log not writable, the refusal stands: %s", exc)
 
-    def _append(self, record: Mapping[str, Any]) -> None:
+    def _append(self, record: Mapping[str, object]) -> None:
         """Every record the service writes itself, also sent to the off-host copy."""
         written = append_record(record, self._audit_log)
         if self._audit_export is not None:
@@ -343,9 +365,7 @@ class GatewayService:
         except Exception:  # tracing never changes a hook's answer
             log.exception("span for a hook event failed")
 
-    async def offload_parse(
-        self, raw: bytes, content_encoding: str, limit: int
-    ) -> tuple[bytes, dict[str, Any]]:
+    async def offload_parse(self, raw: bytes, content_encoding: str, limit: int) -> JSONBody:
         """Decode and parse a large or compressed body off the loop (BodyError as is)."""
         return await self._offload.io(decode_object, raw, content_encoding, limit)
 
@@ -375,7 +395,7 @@ class GatewayService:
             try:
                 engine.policy  # noqa: B018 (checks the files and reloads when they changed)
             except Exception as exc:
-                warnings.append(f"policy {', '.join(layers)}: {' '.join(str(exc).split())}")
+                warnings.append(f"policy {', '.join(layers)}: {one_line(exc)}")
             if engine.reload_error:
                 warnings.append(
                     f"policy reload failed, the last good policy stays in force: "
@@ -399,7 +419,7 @@ class GatewayService:
         return Readiness(problems, warnings)
 
     # --- remote runs ------------------------------------------------------------------------
-    async def prepare_run(self, body: Mapping[str, Any], caller: Caller) -> RunSpec:
+    async def prepare_run(self, body: JSONObject, caller: Caller) -> RunSpec:
         """A run the caller may start, with `cwd` resolved; RunRefused (4xx) otherwise."""
         try:
             return await self._prepare_run(body, caller)
@@ -415,14 +435,14 @@ class GatewayService:
                 )
             raise
 
-    async def _prepare_run(self, body: Mapping[str, Any], caller: Caller) -> RunSpec:
+    async def _prepare_run(self, body: JSONObject, caller: Caller) -> RunSpec:
         roots = caller.runs_roots if caller.runs_roots is not None else self._runs_roots
         if not roots:
             raise RunRefused(403, RUNS_OFF)
         try:
             spec = parse_run_request(body, self._layers(caller))
         except ValueError as exc:
-            raise RunRefused(400, " ".join(str(exc).split())) from None
+            raise RunRefused(400, one_line(exc)) from None
         cwd = spec.options.get("cwd")
         if not cwd:
             raise RunRefused(400, "'cwd' is required: a directory inside one of the runs roots")
@@ -465,13 +485,25 @@ def bad_request(event: str, status: int, message: str) -> HookReply:
 
 def _cannot_decide(event: str, status: int, reason: str, *, error: str = "") -> HookReply:
     reason = " ".join(reason.split())
-    body: dict[str, Any] = {"error": error or reason}
+    body: Refusal = {"error": error or reason}
     if event == "PreToolUse":
         # A client that reads the body anyway must see a deny, never a silent allow.
-        body.update(render_pre_tool_use(deny(reason)))
+        denied = render_pre_tool_use(fail_closed(reason))
+        body["hookSpecificOutput"] = denied["hookSpecificOutput"]
     elif event == "PreCompact":
-        body.update({"decision": "block", "reason": reason})
+        body["decision"], body["reason"] = "block", reason
     return HookReply(status, body)
+
+
+def cannot_answer(event: str, exc: BaseException) -> HookReply:
+    """A hook request whose handling failed: 500, and the blocking answer for the events
+    that block (an http hook with `onFailure: block` blocks on the 500 alone)."""
+    reason = f"agent-gateway could not answer: {one_line(exc, typed=True)}"
+    return _cannot_decide(event, 500, reason)
+
+
+def _text(value: JSON) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _session_id_of(chunk: bytes) -> str:
@@ -491,7 +523,7 @@ def _store_problem(engine: Engine) -> str:
     try:
         settings, _ = engine.compaction_settings()
     except Exception as exc:
-        return f"compaction settings: {' '.join(str(exc).split())}"
+        return f"compaction settings: {one_line(exc)}"
     if not settings.archive or settings.store != "local":
         return ""
     from gateway.archive.store import local_root

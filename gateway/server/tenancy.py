@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from gateway.server.owners import MAX_SESSION_ID, OwnerCache, SessionOwners
 
@@ -54,5 +54,5 @@ class Tenancy:
         return f"session {session_id} belongs to another tenant"
 
 
-def valid_session_id(value: Any) -> bool:
+def valid_session_id(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and 0 < len(value) <= MAX_SESSION_ID and value.isprintable()

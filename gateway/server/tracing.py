@@ -27,7 +27,12 @@ from gateway.telemetry.content import ContentPolicy
 from gateway.telemetry.ids import DeterministicIds, session_root, session_tool
 from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec
 from gateway.telemetry.pricing import PriceTable
-from gateway.telemetry.tools import ToolCallState, tool_attributes, tool_status
+from gateway.telemetry.tools import (
+    DECISION_UNKNOWN,
+    ToolCallState,
+    tool_attributes,
+    tool_status,
+)
 from gateway.types import Decision
 
 AGENT_NAME = "claude-code"
@@ -100,7 +105,8 @@ class ServerTracer:
         self._export_tool(body, decision, start_ns=now, end_ns=now, is_error=None)
 
     def on_tool_end(self, body: Mapping[str, Any], decision: Decision | None, failed: bool) -> None:
-        """PostToolUse / PostToolUseFailure: start = now - duration_ms when Claude Code says."""
+        """PostToolUse / PostToolUseFailure: start = now - duration_ms when Claude Code says.
+        `decision`: the one enforced at PreToolUse, None when this replica did not make it."""
         now = self._clock()
         duration = body.get("duration_ms")
         if isinstance(duration, int | float) and not isinstance(duration, bool) and duration >= 0:
@@ -184,6 +190,8 @@ class ServerTracer:
             input=body.get("tool_input"),
         )
         attrs = tool_attributes(tool, split_cost=None, content=self._content)
+        if decision is None:
+            attrs[A.POLICY_DECISION] = DECISION_UNKNOWN
         attrs[A.GEN_AI_CONVERSATION_ID] = session_id
         if body.get("agent_id"):
             attrs[A.AGENT_ID] = str(body["agent_id"])

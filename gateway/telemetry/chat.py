@@ -6,7 +6,6 @@ response; `chat_attributes` turns it into span attributes. Both are pure.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,7 +41,6 @@ def usage_from_api(raw: Mapping[str, Any]) -> Usage:
 class ToolUseBlock:
     id: str
     name: str
-    input_json: str = ""
 
 
 @dataclass(slots=True)
@@ -56,7 +54,6 @@ class ChatAccumulator:
     usage_raw: dict[str, Any] = field(default_factory=dict)
     saw_start: bool = False
     saw_delta: bool = False
-    saw_stop: bool = False
     error_type: str = ""
     error_message: str = ""
     final_usage: Usage | None = None
@@ -83,8 +80,6 @@ class ChatAccumulator:
             if delta.get("stop_reason") is not None:
                 self.stop_reason = str(delta["stop_reason"])
             self._merge_usage(event.get("usage"))
-        elif kind == "message_stop":
-            self.saw_stop = True
         elif kind == "error":
             error = event.get("error") or {}
             self.error_type = str(error.get("type") or "error")
@@ -108,11 +103,7 @@ class ChatAccumulator:
                 self.texts.append(str(block.get("text") or ""))
             elif block.get("type") == "tool_use":
                 self.tool_uses.append(
-                    ToolUseBlock(
-                        str(block.get("id") or ""),
-                        str(block.get("name") or ""),
-                        json.dumps(block.get("input") or {}),
-                    )
+                    ToolUseBlock(str(block.get("id") or ""), str(block.get("name") or ""))
                 )
 
     def apply_final(self, usage: Usage, stop_reason: str | None, *, source: str) -> None:
@@ -158,9 +149,7 @@ class ChatAccumulator:
 
     def _delta(self, index: int, delta: Mapping[str, Any]) -> None:
         target = self._blocks.get(index)
-        if isinstance(target, ToolUseBlock) and delta.get("type") == "input_json_delta":
-            target.input_json += str(delta.get("partial_json") or "")
-        elif isinstance(target, list) and delta.get("type") == "text_delta":
+        if isinstance(target, list) and delta.get("type") == "text_delta":
             target.append(str(delta.get("text") or ""))
             self.texts[-1] = "".join(target)
 

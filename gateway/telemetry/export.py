@@ -431,12 +431,12 @@ def open_span_sink(settings: ExportSettings) -> SpanSink:
 
 
 def span_sink_from_env(env: Mapping[str, str] | None = None, home: Path | None = None) -> SpanSink:
-    """Convenience for the runner: settings from `env` (default os.environ) and the home dir."""
-    from gateway.env import gateway_home
+    """Convenience for the runner: settings from `env` (default the OTEL_* variables) and
+    the home dir."""
+    from gateway.env import gateway_home, otel_env
 
-    return open_span_sink(
-        export_settings(os.environ if env is None else env, home or gateway_home())
-    )
+    settings = export_settings(otel_env() if env is None else env, home or gateway_home())
+    return open_span_sink(settings)
 
 
 def install_exit_flush(sink: SpanSink) -> Callable[[], None]:

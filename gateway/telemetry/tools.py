@@ -11,6 +11,9 @@ from gateway.telemetry.model import AttributeValue, SpanStatus
 from gateway.types import Decision
 
 MCP_PREFIX = "mcp__"
+DECISION_UNKNOWN = "unknown"
+"""`agent_gateway.policy.decision` of a tool span whose decision this process did not see
+(behind `serve`, the PreToolUse went to another replica)."""
 
 
 @dataclass(slots=True)

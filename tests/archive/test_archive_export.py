@@ -49,7 +49,7 @@ def test_the_engine_exports_each_archive(
         assert sink is not None
         export = AuditExport(sink)
         engine = Engine([str(policy)], audit_export=export)
-        outcome, _ = engine.pre_compact(make_session().request().raw)
+        outcome = engine.pre_compact(make_session().request().raw).outcome
         assert outcome.archive_id and outcome.manifest is not None
         export.shutdown()
         (log,) = receiver.wait_for_logs(lambda got: len(got) == 1)

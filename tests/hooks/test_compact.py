@@ -14,10 +14,10 @@ from gateway.archive.config import CompactionSettings
 from gateway.archive.local import LocalStore
 from gateway.archive.reader import verify
 from gateway.errors import HookInputError
+from gateway.hookio.parse import parse_pre_compact
 from gateway.hooks.compact import (
     CompactOutcome,
     archive_before_compact,
-    parse_compact_request,
     render_pre_compact,
     run_pre_compact_hook,
 )
@@ -25,13 +25,6 @@ from tests.archive.conftest import Session
 from tests.fixtures import CLAUDE_CODE_RECORDINGS
 
 REFERENCE = CLAUDE_CODE_RECORDINGS / "hook-inputs.jsonl"
-
-
-@pytest.fixture
-def unwritable(tmp_path: Path) -> str:
-    blocker = tmp_path / "not-a-dir"
-    blocker.write_text("x")
-    return str(blocker / "store")
 
 
 def test_archived(make_session: Callable[..., Session], settings: CompactionSettings) -> None:
@@ -76,7 +69,7 @@ def test_outside_root_is_refused(
     outside.write_text("{}\n")
     data = {"session_id": "s", "transcript_path": str(outside), "trigger": "manual"}
     strict = settings.model_copy(update={"require_archive": True})
-    outcome = archive_before_compact(parse_compact_request(data), strict, "")
+    outcome = archive_before_compact(parse_pre_compact(data), strict, "")
     assert outcome.blocked and "outside the Claude projects root" in outcome.block_reason
 
 
@@ -84,13 +77,13 @@ def test_parse_the_recorded_hook_input() -> None:
     line = next(
         json.loads(raw) for raw in REFERENCE.read_text().splitlines() if "PreCompact" in raw
     )
-    request = parse_compact_request(line)
+    request = parse_pre_compact(line)
     assert request.trigger == "auto" and request.custom_instructions is None
     assert request.prompt_id and request.transcript_path.endswith(".jsonl")
     with pytest.raises(HookInputError):
-        parse_compact_request({**line, "hook_event_name": "PreToolUse"})
+        parse_pre_compact({**line, "hook_event_name": "PreToolUse"})
     with pytest.raises(HookInputError):
-        parse_compact_request({**line, "session_id": 3})
+        parse_pre_compact({**line, "session_id": 3})
 
 
 def hook_input(session: Session) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -72,9 +73,41 @@ async def test_post_tool_use_is_audited_as_deciding_nothing(
     (record,) = audit_records(policy_file)
     assert record["event"] == "PostToolUse" and record["decision"] == "none"
     assert record["tool"] == "Bash" and record["tool_use_id"] == "tu-1"
-    # the span still carries the recomputed decision
+    # this replica never saw the call's PreToolUse: the span says it does not know, rather
+    # than deciding again
     (span,) = sink.spans
+    assert span.attributes["agent_gateway.policy.decision"] == "unknown"
+    assert "agent_gateway.policy.rule_id" not in span.attributes
+
+
+async def test_the_tool_span_carries_the_decision_enforced_even_after_a_reload(
+    make_client: AppFactory, policy_file: Path
+) -> None:
+    client, sink = await make_client()
+    resp = await client.post("/hooks/PreToolUse", json=pre_tool_use("echo hi"))
+    assert decision_of(await resp.json()) == "allow"
+    # The policy changes before the tool finishes: echo is now denied.
+    policy_file.write_text(
+        "version: 1\nname: test\npermissions:\n  deny:\n    - Bash(echo:*)\n"
+    )
+    for attempt in range(100):
+        later = pre_tool_use("echo again", tool_use_id=f"later-{attempt}")
+        resp = await client.post("/hooks/PreToolUse", json=later)
+        if decision_of(await resp.json()) == "deny":
+            break
+        await asyncio.sleep(0.05)
+    else:
+        pytest.fail("the policy change was never picked up")
+    body = {**pre_tool_use("echo hi"), "hook_event_name": "PostToolUse", "duration_ms": 3}
+    resp = await client.post("/hooks/PostToolUse", json=body)
+    assert resp.status == 200
+    (span,) = [s for s in sink.spans if s.attributes["gen_ai.tool.call.id"] == "tu-1"]
     assert span.attributes["agent_gateway.policy.decision"] == "allow"
+    rule = span.attributes["agent_gateway.policy.rule_id"]
+    assert rule == f"{policy_file.name}:permissions.allow[0]"
+    # A second PostToolUse for the same call (a retry) has nothing left to read.
+    await client.post("/hooks/PostToolUse", json=body)
+    assert sink.spans[-1].attributes["agent_gateway.policy.decision"] == "unknown"
 
 
 async def test_a_body_naming_another_event_is_refused(make_client: AppFactory) -> None:

@@ -9,10 +9,8 @@ redirects only inside a print statement outside parentheses; elsewhere it compar
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
-from gateway.policy.shell.interp.effects import CodeEffects
-from gateway.policy.shell.words import Word
+from gateway.policy.shell.interp.effects import CodeEffects, FoundEffects
 
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _LITERAL_ARG = re.compile(r'\s*\(\s*("(?:[^"\\\n]|\\.)*")\s*\)')
@@ -21,17 +19,9 @@ _WORD = re.compile(r"[A-Za-z_@][A-Za-z0-9_]*")
 _LOADS = frozenset({"@load", "@include", "@namespace"})
 
 
-@dataclass
-class _Found:
-    commands: list[str] = field(default_factory=list)
-    reads: list[str] = field(default_factory=list)
-    writes: list[str] = field(default_factory=list)
-    problem: str = ""
-
-
 def analyse_awk(program: str) -> CodeEffects:
     """What an awk program runs (as shell strings), reads and writes."""
-    effects = _Found()
+    effects = FoundEffects()
     code = _without_regexes(program)
     blank = _STRING.sub(lambda m: '"' + " " * (len(m.group(0)) - 2) + '"', code)
     for found in _WORD.finditer(blank):
@@ -50,13 +40,10 @@ def analyse_awk(program: str) -> CodeEffects:
             _print_redirects(code, blank, end, effects)
         elif word == "getline":
             _getline(code, blank, found.start(), end, effects)
-    return CodeEffects(scripts=tuple(effects.commands),
-                       reads=tuple(Word(r) for r in effects.reads),
-                       writes=tuple(Word(w) for w in effects.writes),
-                       unparseable=effects.problem)
+    return effects.effects()
 
 
-def _print_redirects(code: str, blank: str, start: int, effects: _Found) -> None:
+def _print_redirects(code: str, blank: str, start: int, effects: FoundEffects) -> None:
     depth = 0
     i = start
     while i < len(blank):
@@ -83,7 +70,7 @@ def _print_redirects(code: str, blank: str, start: int, effects: _Found) -> None
         i += 1
 
 
-def _getline(code: str, blank: str, start: int, end: int, effects: _Found) -> None:
+def _getline(code: str, blank: str, start: int, end: int, effects: FoundEffects) -> None:
     before = blank[:start].rstrip()
     if before.endswith("|") or before.endswith("|&"):
         head = code[: len(before) - (2 if before.endswith("|&") else 1)].rstrip()

@@ -1,6 +1,6 @@
 """What the scanner may look up on disk: script files a shell is asked to run, glob matches
-and git aliases. The one impure part of shell analysis, behind a small interface so tests
-can use `NO_FILES` and decisions stay bounded (sizes, counts) whatever the disk holds.
+and git aliases. The one impure part of shell analysis, behind a small interface (tests pass
+their own) so decisions stay bounded (sizes, counts) whatever the disk holds.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import stat
 from dataclasses import dataclass
 from typing import Protocol
 
+from gateway.env import config_home, variable
 from gateway.policy.shell.words import Word
 
 MAX_SCRIPT_BYTES = 256 * 1024
@@ -90,27 +91,10 @@ class DiskFiles:
 
 
     def environment(self, name: str) -> str | None:
-        return os.environ.get(name)
-
-
-class NoFiles:
-    """Nothing on disk is known: scripts are unknown, globs cannot be expanded."""
-
-    def script(self, path: str, cwd: str) -> ScriptText:
-        return ScriptText(None, f"{path} is read at run time")
-
-    def glob(self, pattern: str, cwd: str) -> list[str] | None:
-        return None
-
-    def git_alias(self, name: str, cwd: str) -> Word | None:
-        return None
-
-    def environment(self, name: str) -> str | None:
-        return None
+        return variable(name)
 
 
 DISK = DiskFiles()
-NO_FILES = NoFiles()
 
 
 def _git_config_files(cwd: str) -> list[str]:
@@ -126,7 +110,7 @@ def _git_config_files(cwd: str) -> list[str]:
             break
         here = parent
     home = os.path.expanduser("~")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    xdg = config_home()
     files += [os.path.join(home, ".gitconfig"), os.path.join(xdg, "git", "config"),
               "/etc/gitconfig"]
     return files

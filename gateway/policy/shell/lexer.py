@@ -18,10 +18,6 @@ _DELIM_END = frozenset(" \t\n;&|()<>")
 _HEREDOC_OP = re.compile(r"<<(-?)")
 
 
-def join_continuations(source: str) -> str:
-    return lex(source)[0]
-
-
 def lex(source: str) -> tuple[str, list[str]]:
     """(source with continuations joined as bash joins them, the here-document bodies in
     order as bash reads them). The bodies let the caller check tree-sitter's reading."""

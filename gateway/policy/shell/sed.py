@@ -6,10 +6,7 @@ A script that does not tokenize is reported as a problem, never guessed at.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from gateway.policy.shell.interp.effects import CodeEffects
-from gateway.policy.shell.words import Word
+from gateway.policy.shell.interp.effects import CodeEffects, FoundEffects
 
 _NO_ARG = frozenset("=dDgGhHlnNpPxzFqQ")
 _LABEL = frozenset("btT:")
@@ -17,28 +14,18 @@ _TEXT = frozenset("aic")
 _FILE = frozenset("rRwW")
 
 
-@dataclass
-class _Found:
-    commands: list[str] = field(default_factory=list)
-    """Shell commands run by `e COMMAND` (an `e` with no command runs the pattern space)."""
-    reads: list[str] = field(default_factory=list)
-    writes: list[str] = field(default_factory=list)
-    problem: str = ""
-
-
 def analyse_sed(script: str) -> CodeEffects:
     """What a sed script runs (`e`), reads (`r`, `R`) and writes (`w`, `W`, `s///w`)."""
-    effects = _Found()
+    effects = FoundEffects()
     try:
         _Reader(script, effects).run()
     except _Unreadable as exc:
         effects.problem = f"sed script not understood: {exc}"
     if "" in effects.commands:
         effects.problem = effects.problem or "sed runs the pattern space as a command (e)"
-    return CodeEffects(scripts=tuple(c for c in effects.commands if c),
-                       reads=tuple(Word(r) for r in effects.reads),
-                       writes=tuple(Word(w) for w in effects.writes),
-                       unparseable=effects.problem)
+    # An `e` with no command runs the pattern space: said above, not a script to analyse.
+    effects.commands = [c for c in effects.commands if c]
+    return effects.effects()
 
 
 class _Unreadable(Exception):
@@ -46,7 +33,7 @@ class _Unreadable(Exception):
 
 
 class _Reader:
-    def __init__(self, text: str, effects: _Found) -> None:
+    def __init__(self, text: str, effects: FoundEffects) -> None:
         self.text = text
         self.pos = 0
         self.effects = effects

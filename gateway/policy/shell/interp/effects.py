@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gateway.policy.shell.words import Word
 
@@ -55,4 +55,19 @@ class CodeEffects:
     """'' or why the code cannot be known statically."""
 
 
-NOTHING = CodeEffects()
+@dataclass
+class FoundEffects:
+    """What an analyser has found so far in a small program (awk, sed), as literal strings."""
+
+    commands: list[str] = field(default_factory=list)
+    """Shell strings the program runs."""
+    reads: list[str] = field(default_factory=list)
+    writes: list[str] = field(default_factory=list)
+    problem: str = ""
+    """Why the program cannot be known statically ('' when it can)."""
+
+    def effects(self) -> CodeEffects:
+        return CodeEffects(scripts=tuple(self.commands),
+                           reads=tuple(Word(r) for r in self.reads),
+                           writes=tuple(Word(w) for w in self.writes),
+                           unparseable=self.problem)

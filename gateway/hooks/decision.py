@@ -1,0 +1,153 @@
+"""The one decision path: `answer_pre_tool_use` parses a PreToolUse hook input, decides it,
+records the decision in the audit log and renders Claude Code's answer. Every vantage point
+calls it: the command hook (`agent-gateway hook pre-tool-use`, hooks/command.py), the SDK
+callback of `agent-gateway run` and `gateway.query` (sdk/callbacks.py, through
+hooks/engine.py) and the HTTP hook of `serve` (server/decision_worker.py, through
+hooks/engine.py).
+
+Fails closed: whatever goes wrong before the answer is rendered (unreadable input, a policy
+that does not load, an evaluation bug, an audit log that cannot be written, a render bug)
+yields a deny naming what went wrong, never an exception and never an allow. What happens
+after the decision is recorded (its off-host copy) never changes it.
+
+Import-light: the command hook starts one process per tool call, so this module loads the
+compiled-policy evaluation, the audit log and the standard library, nothing else.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from gateway.audit.log import append_decision
+from gateway.audit.record import policy_redactor
+from gateway.errors import HookInputError, one_line
+from gateway.hookio.parse import RawInput, parse_pre_tool_use
+from gateway.hookio.render import render_pre_tool_use
+from gateway.hookio.wire import PreToolUseOutput
+from gateway.policy.evaluate import decide
+from gateway.types import Decision, ToolCall
+
+if TYPE_CHECKING:
+    from gateway.archive.manifest import Manifest
+    from gateway.audit.record import AuditRecord
+    from gateway.policy.compiled import Policy
+
+log = logging.getLogger("gateway.hooks.decision")
+
+FAIL_CLOSED_RULE = "gateway.fail-closed"
+"""The rule id of every deny the gateway gives because it could not decide."""
+
+PolicySource = Callable[[], "Policy | None"]
+"""The policy in force now (a cache read, a hot-reloading holder); None when there is none,
+and then nothing is decided or recorded."""
+
+
+class TrailSink(Protocol):
+    """Where records go as they are written (the off-host copy: gateway.hooks.trail.AuditExport)."""
+
+    def decision(self, record: AuditRecord) -> None: ...
+
+    def archive(self, manifest: Manifest, store: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PreToolUseAnswer:
+    decision: Decision
+    """What Claude Code is told: the policy's decision, or a fail-closed deny."""
+    output: PreToolUseOutput
+    """The hook output JSON, the same from every vantage point."""
+    call: ToolCall | None = None
+    """The tool call, when the input could be read."""
+    record: AuditRecord | None = None
+    """The audit record as written (sequence number, hash, MAC)."""
+    failure: str = ""
+    """Why no decision could be made ('' when one was); `decision` is then the fail-closed
+    deny. The command hook exits 2 with this line instead of printing the deny."""
+
+
+def fail_closed(reason: str, policy_hash: str = "") -> Decision:
+    """A deny the gateway gives because it cannot decide."""
+    return Decision(kind="deny", rule_id=FAIL_CLOSED_RULE, reason=" ".join(reason.split()),
+                    policy_hash=policy_hash)
+
+
+def answer_pre_tool_use(
+    raw: RawInput,
+    policy: PolicySource,
+    *,
+    audit_log: Path | None = None,
+    trail: TrailSink | None = None,
+    audit_extra: Mapping[str, str] | None = None,
+) -> PreToolUseAnswer:
+    """Parse, decide, record, render; never raises. `audit_log` defaults to the home's;
+    `audit_extra` adds fields to the record (the service: the caller's tenant)."""
+    try:
+        call = parse_pre_tool_use(raw)
+    except Exception as exc:
+        typed = not isinstance(exc, HookInputError)
+        return _failed(f"could not read the hook input: {one_line(exc, typed=typed)}")
+    try:
+        current = policy()
+    except Exception as exc:
+        return _failed(f"cannot load its policy: {one_line(exc, typed=True)}", call)
+    if current is None:
+        return _answer(Decision(kind="abstain"), call)
+    failure = ""
+    try:
+        decision = decide(current, call)
+    except Exception as exc:  # an evaluation bug must block, never allow; it is recorded
+        log.exception("policy evaluation failed")
+        decision = fail_closed(
+            f"agent-gateway could not decide: {one_line(exc, typed=True)}", current.bundle_hash
+        )
+        failure = decision.reason
+    try:
+        record = append_decision(
+            call, decision, audit_log, redactor=policy_redactor(current), extra=audit_extra
+        )
+    except Exception as exc:
+        # An unrecorded decision is not one this gateway makes.
+        return _failed(f"could not write its audit log: {one_line(exc, typed=True)}", call,
+                       current.bundle_hash)
+    if trail is not None:
+        try:
+            trail.decision(record)
+        except Exception:  # the record is on disk; its copy never changes the decision
+            log.exception("audit record not exported; the decision stands")
+    return _answer(decision, call, record, failure)
+
+
+def _failed(what: str, call: ToolCall | None = None, policy_hash: str = "") -> PreToolUseAnswer:
+    decision = fail_closed(f"agent-gateway {what}", policy_hash)
+    return _answer(decision, call, failure=decision.reason)
+
+
+def _answer(
+    decision: Decision,
+    call: ToolCall | None,
+    record: AuditRecord | None = None,
+    failure: str = "",
+) -> PreToolUseAnswer:
+    try:
+        output = render_pre_tool_use(decision)
+    except Exception as exc:
+        log.exception("hook output not rendered")
+        decision = fail_closed(f"agent-gateway could not render its answer: {one_line(exc)}")
+        output = deny_output(decision.reason)
+        failure = decision.reason
+    return PreToolUseAnswer(decision, output, call, record, failure)
+
+
+def deny_output(reason: str) -> PreToolUseOutput:
+    """A deny as hook output, built without the renderer (for when rendering failed)."""
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    }
