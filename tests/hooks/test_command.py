@@ -41,7 +41,7 @@ def test_deny_allow_abstain(tmp_path: Path, policy: str) -> None:
     assert denied.returncode == 0, denied.stderr
     out = json.loads(denied.stdout)["hookSpecificOutput"]
     assert out["permissionDecision"] == "deny"
-    assert "org.yaml:permissions.deny[0]" in out["permissionDecisionReason"]
+    assert "org.yaml:permissions.deny[1]" in out["permissionDecisionReason"]
     allowed = _hook(tmp_path, _input("ls -la"), policy)  # now served from the cache
     assert json.loads(allowed.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
     abstained = _hook(tmp_path, _input("make"), policy)

@@ -39,7 +39,7 @@ def test_team_allow_cannot_lift_org_deny_or_ask(policy_from: Callable[..., Polic
 def test_team_adds_denies(policy_from: Callable[..., Policy]) -> None:
     policy = policy_from(ORG, "version: 1\npermissions:\n  deny: ['Read(**/*.key)']\n")
     decision = decide(policy, tool("Read", file_path="/srv/project/a.key"))
-    assert (decision.kind, decision.rule_id) == ("deny", "team.yaml:permissions.deny[0]")
+    assert (decision.kind, decision.rule_id) == ("deny", "team.yaml:permissions.deny[1]")
 
 
 def test_limits_combine_to_the_lowest(policy_from: Callable[..., Policy]) -> None:
