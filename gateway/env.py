@@ -34,7 +34,8 @@ def otel_env() -> dict[str, str]:
 
 
 def policy_paths_from_env() -> list[str]:
-    """AGENT_GATEWAY_POLICY: policy files for `gateway.query`, org first, os.pathsep-separated."""
+    """AGENT_GATEWAY_POLICY: policy files, org first, os.pathsep-separated; read by
+    `gateway.query`, `run` and `hook` when no --policy is given."""
     raw = os.environ.get("AGENT_GATEWAY_POLICY", "")
     return [part for part in raw.split(os.pathsep) if part]
 

@@ -28,6 +28,11 @@ _EVENT_NAMES = {"pre-tool-use": "PreToolUse", "pre-compact": "PreCompact"}
 def run_hook(
     event: str, policy_paths: Sequence[str], remote: str | None = None, timeout_s: float = 10.0
 ) -> int:
+    """`policy_paths` empty: AGENT_GATEWAY_POLICY's, as `gateway.query` and `run` read it."""
+    if not policy_paths:
+        from gateway.env import policy_paths_from_env
+
+        policy_paths = policy_paths_from_env()
     if remote:
         from gateway.hooks.remote import relay
 
@@ -55,8 +60,6 @@ def run_hook(
         return settings, policy.bundle_hash
 
     return run_pre_compact_hook(sys.stdin, sys.stdout, sys.stderr, load_settings)
-
-
 
 
 def run_pre_tool_use(policy_paths: Sequence[str], stdin: IO[bytes] | IO[str], stdout: IO[str],
