@@ -28,6 +28,17 @@ def claude_projects_root() -> Path:
     return base / "projects"
 
 
+DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+
+
+def anthropic_base_url(overrides: dict[str, str] | None = None) -> str:
+    """Where Claude Code sends model requests: ANTHROPIC_BASE_URL (the run's own env first)."""
+    for source in (overrides or {}, os.environ):
+        if source.get("ANTHROPIC_BASE_URL"):
+            return source["ANTHROPIC_BASE_URL"]
+    return DEFAULT_ANTHROPIC_BASE_URL
+
+
 def otel_env() -> dict[str, str]:
     """The standard OTEL_* variables: the only telemetry configuration."""
     return {k: v for k, v in os.environ.items() if k.startswith("OTEL_")}

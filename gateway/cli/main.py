@@ -10,12 +10,24 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import NoReturn
 
-from gateway.cli import archive, audit, demo, hook, policy, run, serve, settings, trace
+from gateway.cli import (
+    archive,
+    audit,
+    demo,
+    hook,
+    policy,
+    run,
+    scripted_api,
+    serve,
+    settings,
+    trace,
+)
 from gateway.cli.parser import Parser
 
 COMMANDS: dict[str, ModuleType] = {
     "run": run, "demo": demo, "hook": hook, "policy": policy, "audit": audit,
     "archive": archive, "serve": serve, "settings": settings, "trace": trace,
+    "scripted-api": scripted_api,
 }
 
 

@@ -9,8 +9,10 @@ from typing import Any, TextIO
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKError
 
+from gateway.env import anthropic_base_url
 from gateway.sdk.attachments import Attachments
 from gateway.sdk.output import ResultTracker, StreamJsonPrinter, result_failure
+from gateway.sdk.progress import Progress
 from gateway.sdk.query import query
 
 
@@ -22,6 +24,8 @@ class RunRequest:
     options: ClaudeAgentOptions
     policy_paths: list[str] = field(default_factory=list)
     output_format: str = "text"
+    progress: bool = False
+    """Text mode: progress lines on stderr (session id, tool calls, retries, cost)."""
 
 
 async def execute(
@@ -34,6 +38,10 @@ async def execute(
     attachments = Attachments(taps=[tracker, *(extra_taps or [])])
     if request.output_format == "stream-json":
         attachments.taps.append(StreamJsonPrinter(out, request.options.include_partial_messages))
+    elif request.output_format == "text" and request.progress:
+        progress = Progress(err, anthropic_base_url(request.options.env))
+        attachments.taps.append(progress)
+        attachments.observers.append(progress)
     options = attach_gateway(
         request.prompt, request.options, request.policy_paths, attachments, err
     )

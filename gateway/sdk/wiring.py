@@ -17,6 +17,7 @@ from gateway.integrity.keys import keys_from_env
 from gateway.policy import Limits
 from gateway.sdk.attachments import Attachments
 from gateway.sdk.tracer import RunTracer
+from gateway.telemetry import attributes as A
 
 
 def attach_gateway(
@@ -34,6 +35,7 @@ def attach_gateway(
     if policy is not None:
         options = apply_limits(options, policy.limits, err)
     tracer = RunTracer(prompt)
+    tracer.annotate_root({A.POLICY_FILES: len(policy.file_layers) if policy is not None else 0})
     if export is not None:
         export.locate(tracer)  # audit log records carry the run's tool span ids
         attachments.on_close.append(export.shutdown)
@@ -51,11 +53,13 @@ def attach_hooks(attachments: Attachments, engine: Engine, tracer: RunTracer) ->
     ) -> HookJSONOutput:
         call, decision, output = engine.pre_tool_use(dict(data))
         tracer.transcript(str(data.get("transcript_path") or ""))
-        tracer.pre_tool_use(
-            call.tool_use_id if call else str(tool_use_id or ""),
-            call.tool_name if call else str(data.get("tool_name", "")),
-            decision,
-        )
+        call_id = call.tool_use_id if call else str(tool_use_id or "")
+        name = call.tool_name if call else str(data.get("tool_name", ""))
+        tracer.pre_tool_use(call_id, name, decision)
+        tool_input = data.get("tool_input")
+        for observer in attachments.observers:
+            observer.decided(call_id, name, tool_input if isinstance(tool_input, dict) else {},
+                             decision)
         return output  # type: ignore[return-value]  # the same JSON a command hook prints
 
     async def pre_compact(
@@ -73,6 +77,8 @@ def attach_hooks(attachments: Attachments, engine: Engine, tracer: RunTracer) ->
             outcome.error or None,
             str(data.get("trigger") or "") or None,
         )
+        for observer in attachments.observers:
+            observer.archived(outcome.archive_id, outcome.error, outcome.blocked)
         return output  # type: ignore[return-value]
 
     attachments.add_hook("PreToolUse", HookMatcher(matcher=None, hooks=[pre_tool_use]))

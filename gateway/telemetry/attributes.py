@@ -1,7 +1,7 @@
 """Every span attribute name the gateway emits, once.
 
 GenAI names follow the OpenTelemetry GenAI semantic conventions (latest experimental);
-the gateway's own attributes live under the `agent_gateway.` namespace. README.md's
+the gateway's own attributes live under the `agent_gateway.` namespace. docs/tracing.md's
 "Span attributes" table lists all of them; a test keeps the two in step.
 """
 
@@ -107,6 +107,8 @@ POLICY_DECISION: Final = "agent_gateway.policy.decision"
 POLICY_RULE_ID: Final = "agent_gateway.policy.rule_id"
 POLICY_REASON: Final = "agent_gateway.policy.reason"
 POLICY_WOULD_DENY: Final = "agent_gateway.policy.would_deny"
+POLICY_FILES: Final = "agent_gateway.policy.files"
+"""On the root: how many policy files were in force; 0 means the run had no policy at all."""
 
 # --- agent_gateway: compaction -----------------------------------------------------------------
 COMPACTION_TRIGGER: Final = "agent_gateway.compaction.trigger"

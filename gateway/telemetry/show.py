@@ -87,7 +87,11 @@ def span_label(span: SpanSpec) -> Text:
     if parts:
         text.append("  " + "  ".join(parts))
     if span.status.code == "error":
-        text.append(f"  ERROR {span.status.description}", style="red")
+        description = span.status.description
+        rule = a.get(A.POLICY_RULE_ID)
+        if A.POLICY_DECISION in a and rule:
+            description = description.replace(f" [{rule}]", "", 1)  # shown once, above
+        text.append(f"  ERROR {description}", style="red")
     return text
 
 

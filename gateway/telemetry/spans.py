@@ -118,6 +118,7 @@ class TraceBuilder:
         self._compactions = 0
         self._pending_archive: tuple[str | None, str | None, str | None] | None = None
         self._final_usage: dict[str, FinalUsage] = {}
+        self._root_extra: dict[str, AttributeValue] = {}
         self._finished = False
 
     @classmethod
@@ -143,6 +144,10 @@ class TraceBuilder:
     def tool_ref(self, tool_use_id: str) -> SpanRef:
         """Where a tool call's span is (or will be): its id is fixed at the first ask."""
         return SpanRef(self._trace_id, self._ids.span_id(TOOL_SPAN_KIND, tool_use_id))
+
+    def annotate_root(self, attrs: Mapping[str, AttributeValue]) -> None:
+        """Attributes the caller knows about the whole run (e.g. the policy in force)."""
+        self._root_extra.update(attrs)
 
     # --- inputs ----------------------------------------------------------------------------
     def feed(self, message: Mapping[str, Any], at_ns: int) -> list[SpanSpec]:
@@ -601,6 +606,7 @@ class TraceBuilder:
         prompt = self._content.render(self._prompt) if self._prompt is not None else None
         if prompt is not None:
             attrs[A.GEN_AI_INPUT_MESSAGES] = prompt
+        attrs.update(self._root_extra)
         attrs.update(result_attributes(self._results))
         costs = [c.cost for c in self._chats.values()]
         chat_sum = sum(c for c in costs if c is not None)
