@@ -1,4 +1,4 @@
-"""`agent-gateway run`: every bad usage is one line on stderr and exit 2, before the agent starts."""
+"""`agent-gateway run`: each bad usage is one line on stderr and exit 2, before the agent starts."""
 
 from __future__ import annotations
 
