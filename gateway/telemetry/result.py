@@ -39,6 +39,15 @@ def query_cost_usd(result: Mapping[str, Any]) -> float | None:
     return sum(c for c in costs if c is not None)
 
 
+def run_cost_usd(results: Sequence[Mapping[str, Any]]) -> float | None:
+    """What the stream's queries spent (summed `query_cost_usd`); None unless every result
+    reports it."""
+    costs = [query_cost_usd(r) for r in results]
+    if not costs or None in costs:
+        return None
+    return sum(c for c in costs if c is not None)
+
+
 def is_error_result(result: Mapping[str, Any]) -> bool:
     return bool(result.get("is_error")) or str(result.get("subtype") or "success") != "success"
 
