@@ -21,7 +21,10 @@ def add_parser(sub: Subcommands) -> None:
         help="run the agent with the gateway attached",
         description="Run the real Claude Code agent loop through claude-agent-sdk "
         "with policy, archive and tracing attached. The environment "
-        "(ANTHROPIC_*, OTEL_*, CLAUDE_CODE_*) reaches the agent.",
+        "(ANTHROPIC_*, OTEL_*, CLAUDE_CODE_*) reaches the agent: ANTHROPIC_BASE_URL points it "
+        "at another Messages API (`agent-gateway scripted-api` serves one offline). Text mode "
+        "prints the answer on stdout and the session id, each tool call's decision, retries "
+        "and the cost on stderr.",
     )
     _options(run)
 
@@ -78,7 +81,8 @@ def _options(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="PATH",
-        help="policy file; repeat in order org, team, project (lower layers only tighten)",
+        help="policy file; repeat in order org, team, project (lower layers only tighten); "
+        "default: AGENT_GATEWAY_POLICY",
     )
     p.add_argument(
         "--autocompact",
