@@ -15,7 +15,9 @@ Span tree:
 A subagent's responses never reach the partial stream (Claude Code 2.1.332), so its chats know
 only the placeholder usage of the `assistant` lines. Such a chat is held, with its turn and
 tools, until `complete_from_transcripts` hands over the final usage its transcript recorded, or
-until `finish`, which emits whatever is still held as it is (unpriced).
+until `finish`, which emits whatever is still held as it is (unpriced). A compaction span is
+held likewise until the query's result, whose `model_usage_since_last_result` prices the
+summary request the stream never shows.
 """
 
 from __future__ import annotations
@@ -248,7 +250,7 @@ class TraceBuilder:
         if self._compaction is not None:
             self._compaction.end_ns = self._compaction.end_ns or at_ns
             self._compaction.incomplete = self._compaction.result is None
-            self._emit_compaction(out)
+            self._hold_compaction()
         self._release_compactions(out, None)  # no result came to price them
         out.append(self._root_spec(at_ns))
         return out
@@ -275,7 +277,7 @@ class TraceBuilder:
             comp.duration_ms = meta.get("duration_ms")
             comp.end_ns = comp.end_ns or at_ns
             comp.result = comp.result or "success"
-            self._emit_compaction(out)
+            self._hold_compaction()
         elif subtype == "task_started" and msg.get("tool_use_id"):
             tool = self._tool(str(msg["tool_use_id"]), "", at_ns)
             tool.task_id = str(msg.get("task_id") or "")
@@ -297,7 +299,7 @@ class TraceBuilder:
         comp.result = str(outcome)
         if outcome != "success":
             comp.error = str(msg.get("compact_error") or outcome)
-            self._emit_compaction(out)
+            self._hold_compaction()
         # on success, compact_boundary follows with the metadata
 
     def _task_update(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
@@ -583,9 +585,8 @@ class TraceBuilder:
             self._spec("turn", turn.span_id, turn.parent_span_id, turn.chat.start_ns, end, attrs)
         )
 
-    def _emit_compaction(self, out: list[SpanSpec]) -> None:
+    def _hold_compaction(self) -> None:
         """The compaction finished; its span waits for the result that prices it."""
-        del out
         comp = self._compaction
         if comp is None:
             return
