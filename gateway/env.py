@@ -54,6 +54,16 @@ _PROXY_VARIABLES = frozenset(
      "NO_PROXY", "no_proxy"}
 )
 
+DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+
+
+def anthropic_base_url(overrides: dict[str, str] | None = None) -> str:
+    """Where Claude Code sends model requests: ANTHROPIC_BASE_URL (the run's own env first)."""
+    for source in (overrides or {}, os.environ):
+        if source.get("ANTHROPIC_BASE_URL"):
+            return source["ANTHROPIC_BASE_URL"]
+    return DEFAULT_ANTHROPIC_BASE_URL
+
 
 def otel_env() -> dict[str, str]:
     """The standard OTEL_* variables, the only telemetry configuration, and the proxy
@@ -73,7 +83,8 @@ def trace_context() -> TraceContext:
 
 
 def policy_paths_from_env() -> list[str]:
-    """AGENT_GATEWAY_POLICY: policy files for `gateway.query`, org first, os.pathsep-separated."""
+    """AGENT_GATEWAY_POLICY: policy files, org first, os.pathsep-separated; read by
+    `gateway.query`, `run` and `hook` when no --policy is given."""
     raw = os.environ.get(POLICY_ENV, "")
     return [part for part in raw.split(os.pathsep) if part]
 

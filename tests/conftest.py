@@ -36,6 +36,7 @@ def scripted(sandbox: Sandbox) -> Iterator[Callable[[dict[str, Any]], ScriptedSe
 
 @pytest.fixture(autouse=True)
 def _no_ambient_audit_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A developer's own key file or log exporter must not leak into the tests."""
+    """A developer's own key file, log exporter or policy must not leak into the tests."""
     monkeypatch.delenv("AGENT_GATEWAY_AUDIT_KEY_FILE", raising=False)
     monkeypatch.delenv("OTEL_LOGS_EXPORTER", raising=False)
+    monkeypatch.delenv("AGENT_GATEWAY_POLICY", raising=False)

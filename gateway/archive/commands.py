@@ -130,6 +130,8 @@ def _run(
     except GatewayError as exc:
         (err or sys.stderr).write(f"agent-gateway archive: {exc}\n")
         return exc.exit_code
+    except BrokenPipeError:
+        raise  # the reader went away (`archive show ID | head`): the CLI ends quietly
     except OSError as exc:
         (err or sys.stderr).write(f"agent-gateway archive: {exc}\n")
         return EXIT_USAGE

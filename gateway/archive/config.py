@@ -31,7 +31,10 @@ class CompactionSettings(BaseModel):
     prefix: str = ""
     endpoint_url: str | None = None
     region: str | None = None
-    require_archive: bool = False
+    require_archive: bool = Field(
+        default=True,
+        description="a failed archive blocks the compaction (fail closed); false lets it go on",
+    )
     redact: tuple[RedactionRule, ...] = ()
     builtin_redaction: bool = False
     settle_timeout_s: float = Field(default=2.0, ge=0, le=30)

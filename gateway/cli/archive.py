@@ -20,12 +20,12 @@ def add_parser(sub: Subcommands) -> None:
     asub = archive.add_subparsers(dest="archive_command", metavar="ACTION", parser_class=Parser)
     asub.required = True
     lst = asub.add_parser("list", help="one archive per line, its id first")
-    lst.add_argument("--session", metavar="SESSION")
+    lst.add_argument("--session", metavar="SESSION", help="only this session's archives")
     show = asub.add_parser("show", help="the manifest, then the transcript")
-    show.add_argument("id")
+    show.add_argument("id", help="archive id (`archive list` prints it first; a prefix will do)")
     export = asub.add_parser("export", help="write an archive's files into a directory")
-    export.add_argument("id")
-    export.add_argument("dir")
+    export.add_argument("id", help="archive id (`archive list` prints it first; a prefix will do)")
+    export.add_argument("dir", help="directory to write manifest.json and the files into")
     asub.add_parser("verify", help="check every object's hash and the whole chain")
     for p in (lst, show, export, *asub.choices.values()):
         if not any(a.dest == "policy" for a in p._actions):

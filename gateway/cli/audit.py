@@ -24,7 +24,8 @@ def add_parser(sub: Subcommands) -> None:
         "--since", metavar="T", help="only since T: an ISO time (2026-05-01T12:00) or an age (2h)"
     )
     show = asub.add_parser("show", help="one record, whole, by its position (1 is the first)")
-    show.add_argument("position", type=_position, metavar="N")
+    show.add_argument("position", type=_position, metavar="N",
+                      help="the record's position, as `audit list` prints it (1 is the first)")
     verify = asub.add_parser(
         "verify",
         help="check the chain, numbering, MACs and checkpoint (and an exported copy)",

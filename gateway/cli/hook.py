@@ -11,15 +11,21 @@ HOOK_EVENTS = ("pre-tool-use", "pre-compact")
 
 def add_parser(sub: Subcommands) -> None:
     hook = sub.add_parser(
-        "hook", help="Claude Code command hook: hook JSON on stdin, decision on stdout"
+        "hook", help="Claude Code command hook: hook JSON on stdin, decision on stdout",
+        description="The command hook Claude Code runs: the hook input JSON on stdin, the "
+        "answer on stdout, exit 0; exit 2 with one line on stderr (a block) whenever it cannot "
+        "decide. Policy files come from --policy, else AGENT_GATEWAY_POLICY.",
     )
-    hook.add_argument("event", choices=HOOK_EVENTS)
+    hook.add_argument(
+        "event", choices=HOOK_EVENTS,
+        help="pre-tool-use: decide a tool call; pre-compact: archive the transcript first",
+    )
     hook.add_argument(
         "--policy",
         action="append",
         default=[],
         metavar="PATH",
-        help="policy file; repeat in order org, team, project",
+        help="policy file; repeat in order org, team, project (default: AGENT_GATEWAY_POLICY)",
     )
     hook.add_argument(
         "--remote",

@@ -10,12 +10,24 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import NoReturn
 
-from gateway.cli import archive, audit, demo, hook, policy, run, serve, settings, trace
+from gateway.cli import (
+    archive,
+    audit,
+    demo,
+    hook,
+    policy,
+    run,
+    scripted_api,
+    serve,
+    settings,
+    trace,
+)
 from gateway.cli.parser import Parser
 
 COMMANDS: dict[str, ModuleType] = {
     "run": run, "demo": demo, "hook": hook, "policy": policy, "audit": audit,
     "archive": archive, "serve": serve, "settings": settings, "trace": trace,
+    "scripted-api": scripted_api,
 }
 
 
@@ -43,7 +55,30 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     args_in = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser("hook" if args_in[:1] == ["hook"] else None)
-    args = parser.parse_args(args_in)
-    command: Callable[[argparse.Namespace], int] = COMMANDS[args.command].run
-    sys.exit(command(args))
+    name = args_in[0] if args_in else ""
+    try:
+        parser = build_parser("hook" if name == "hook" else None)
+        args = parser.parse_args(args_in)  # --help prints here
+        command: Callable[[argparse.Namespace], int] = COMMANDS[args.command].run
+        status = command(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`archive show ID | head`): stop printing, say nothing. A hook
+        # whose answer cannot be delivered blocks, as every hook that cannot answer does.
+        _silence_stdout()
+        status = 0
+        if name == "hook":
+            sys.stderr.write("agent-gateway: the hook's answer could not be written\n")
+            status = 2
+    sys.exit(status)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's own flush at exit stays quiet."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

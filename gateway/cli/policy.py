@@ -3,29 +3,79 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from gateway.cli.parser import Parser, Subcommands
 
 
 def add_parser(sub: Subcommands) -> None:
-    policy = sub.add_parser("policy", help="check, explain and test policy files")
+    policy = sub.add_parser(
+        "policy", help="check, explain and test policy files",
+        description="Policy files are YAML, applied in order org, team, project; a lower file "
+        "may only tighten. See docs/policy.md.",
+    )
     psub = policy.add_subparsers(dest="policy_command", metavar="ACTION", parser_class=Parser)
     psub.required = True
-    check = psub.add_parser("check", help="validate policy files (layered in the order given)")
-    check.add_argument("paths", nargs="+", metavar="PATH")
-    explain = psub.add_parser("explain", help="show which rule decides a hook input, and why")
-    explain.add_argument("--policy", action="append", required=True, metavar="PATH")
-    explain.add_argument("--input", required=True, metavar="HOOK_INPUT.json")
-    test = psub.add_parser("test", help="run the test cases kept beside policy files")
-    test.add_argument("paths", nargs="+", metavar="PATH")
+    check = psub.add_parser(
+        "check", help="validate policy files (layered in the order given)",
+        description="Validate policy files as one layered policy: errors read file:line and "
+        "exit 1; rules naming a tool Claude Code does not have are warnings (file:line).",
+    )
+    check.add_argument("paths", nargs="+", metavar="PATH", help="policy files, org first")
+    explain = psub.add_parser(
+        "explain", help="show which rule decides a tool call, and why",
+        description="Decide one tool call as the hook would and show why: the rule, the simple "
+        "commands and files it found, the rules that matched in each layer. Give the call as "
+        "--tool with --command, --path or --url, or as a hook input JSON file (--input).",
+    )
+    explain.add_argument("--policy", action="append", required=True, metavar="PATH",
+                         help="policy file; repeat in order org, team, project")
+    given = explain.add_mutually_exclusive_group(required=True)
+    given.add_argument("--input", metavar="HOOK_INPUT.json",
+                       help="a PreToolUse hook input as Claude Code sends it ('-': stdin)")
+    given.add_argument("--tool", metavar="NAME",
+                       help="the tool called: Bash, Read, Edit, Write, WebFetch, mcp__...")
+    explain.add_argument("--command", dest="bash_command", metavar="COMMAND",
+                         help="with --tool Bash: the command")
+    explain.add_argument("--path", metavar="PATH",
+                         help="with a file tool (Read, Edit, Write, ...): the file")
+    explain.add_argument("--url", metavar="URL", help="with --tool WebFetch: the URL")
+    explain.add_argument("--cwd", metavar="DIR",
+                         help="the session's working directory (default: the current one)")
+    test = psub.add_parser(
+        "test", help="run the test cases kept beside policy files",
+        description="Run each file's cases (org.yaml -> org.tests.yaml) against it and the "
+        "files above it; a failing case is reported as file:line and exit 1.",
+    )
+    test.add_argument("paths", nargs="+", metavar="PATH", help="policy files, org first")
 
 
 def run(args: argparse.Namespace) -> int:
-    from gateway.policy.commands import policy_check, policy_explain, policy_test
+    from gateway.policy.commands import (
+        hook_input_for,
+        policy_check,
+        policy_explain,
+        policy_test,
+    )
 
     action: str = args.policy_command
     if action == "check":
         return policy_check(args.paths)
     if action == "explain":
-        return policy_explain(args.policy, args.input)
+        if args.tool is None:
+            if args.bash_command or args.path or args.url:
+                return _usage("--command, --path and --url go with --tool, not --input")
+            return policy_explain(args.policy, args.input)
+        if sum(x is not None for x in (args.bash_command, args.path, args.url)) > 1:
+            return _usage("give one of --command, --path or --url")
+        hook_input = hook_input_for(args.tool, command=args.bash_command, path=args.path,
+                                    url=args.url, cwd=args.cwd or os.getcwd())
+        return policy_explain(args.policy, hook_input=hook_input)
     return policy_test(args.paths)
+
+
+def _usage(problem: str) -> int:
+    print(f"agent-gateway policy explain: error: {problem} "
+          "(see agent-gateway policy explain --help)", file=sys.stderr)
+    return 2

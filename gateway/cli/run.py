@@ -21,7 +21,10 @@ def add_parser(sub: Subcommands) -> None:
         help="run the agent with the gateway attached",
         description="Run the real Claude Code agent loop through claude-agent-sdk "
         "with policy, archive and tracing attached. The environment "
-        "(ANTHROPIC_*, OTEL_*, CLAUDE_CODE_*) reaches the agent.",
+        "(ANTHROPIC_*, OTEL_*, CLAUDE_CODE_*) reaches the agent: ANTHROPIC_BASE_URL points it "
+        "at another Messages API (`agent-gateway scripted-api` serves one offline). Text mode "
+        "prints the answer on stdout and the session id, each tool call's decision, retries "
+        "and the cost on stderr.",
     )
     _options(run)
 
@@ -31,13 +34,14 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cwd", help="working directory of the agent (default: current directory)")
     p.add_argument("--model", help="model name or alias, e.g. claude-opus-5-5")
     p.add_argument(
-        "--max-turns", type=int, metavar="N", help="stop after N turns (error_max_turns)"
+        "--max-turns", type=_positive_int, metavar="N",
+        help="stop after N turns (error_max_turns); at least 1",
     )
     p.add_argument(
         "--max-budget-usd",
-        type=float,
+        type=_positive_float,
         metavar="USD",
-        help="stop when the run's cost reaches USD (error_max_budget_usd)",
+        help="stop when the run's cost reaches USD (error_max_budget_usd); above 0",
     )
     p.add_argument(
         "--permission-mode",
@@ -77,12 +81,15 @@ def _options(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="PATH",
-        help="policy file; repeat in order org, team, project (lower layers only tighten)",
+        help="policy file; repeat in order org, team, project (lower layers only tighten); "
+        "default: AGENT_GATEWAY_POLICY",
     )
     p.add_argument(
         "--autocompact",
+        type=autocompact_window,
         metavar="auto|TOKENS",
-        help="auto-compact window: compact when the context passes TOKENS (at least 100000)",
+        help="auto-compact window: compact when the context passes TOKENS (at least 100000; "
+        "500k and 1m work too)",
     )
     p.add_argument(
         "--output-format",
@@ -96,6 +103,58 @@ def _options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with stream-json: also print stream_event lines (the partial stream)",
     )
+    p.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="text mode: print only the answer (no session id, tool calls, retries or cost "
+        "on stderr)",
+    )
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value} is below 1")
+    return number
+
+
+def _positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not number > 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value} must be a number above 0")
+    return number
+
+
+AUTOCOMPACT_MIN_TOKENS = 100_000
+_SUFFIX = {"k": 1_000, "m": 1_000_000}
+
+
+def autocompact_window(value: str) -> str:
+    """Claude Code's own rule for --autocompact (measured on 2.1.332): `auto`, or a window of
+    at least 100k tokens, written 200000, 500k, 1.5m, or 100 to 1000 meaning thousands."""
+    text = value.strip()
+    if text == "auto":
+        return text
+    scale = _SUFFIX.get(text[-1:].lower(), 1)
+    try:
+        number = float(text[:-1] if scale != 1 else text)
+    except ValueError:
+        number = -1.0
+    if scale == 1 and 100 <= number <= 1000:
+        scale = 1_000  # Claude Code reads 200 as 200k
+    if not number * scale >= AUTOCOMPACT_MIN_TOKENS:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: must be 'auto' or a window of at least 100k tokens "
+            "(200000, 500k, 1m; 100 to 1000 mean thousands)"
+        )
+    return text
 
 
 def request_from_args(args: argparse.Namespace) -> RunRequest:
@@ -123,23 +182,70 @@ def request_from_args(args: argparse.Namespace) -> RunRequest:
         options=options,
         policy_paths=list(args.policy),
         output_format=args.output_format,
+        progress=not args.quiet,
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def usage_error(args: argparse.Namespace) -> str | None:
+    """What Claude Code would refuse after starting, said before anything starts."""
+    import os
+
+    if not args.prompt.strip():
+        return "the prompt is empty"
     if args.fork_session and not args.resume:
-        print("agent-gateway run: error: --fork-session needs --resume SESSION", file=sys.stderr)
-        return 2
-    if args.max_turns is not None and args.max_turns < 1:
-        print("agent-gateway run: error: --max-turns must be at least 1", file=sys.stderr)
+        return "--fork-session needs --resume SESSION"
+    if args.permission_mode == "bypassPermissions" and _is_root():
+        return ("--permission-mode bypassPermissions is refused by Claude Code when running as "
+                "root; use --allowed-tools or a policy's allow rules")
+    if args.cwd is not None and not os.path.isdir(args.cwd):
+        return f"--cwd {args.cwd}: no such directory"
+    if args.settings is not None:
+        return _settings_error(args.settings)
+    return None
+
+
+def _is_root() -> bool:
+    import os
+
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _settings_error(value: str) -> str | None:
+    import json
+    import os
+
+    if value.lstrip().startswith("{"):
+        try:
+            if isinstance(json.loads(value), dict):
+                return None
+        except ValueError as exc:
+            return f"--settings: not valid JSON: {exc}"
+        return "--settings: the JSON must be an object"
+    if not os.path.isfile(value):
+        return f"--settings {value}: no such file (give a settings file or a JSON object)"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    problem = usage_error(args)
+    if problem:
+        print(f"agent-gateway run: error: {problem} (see agent-gateway run --help)",
+              file=sys.stderr)
         return 2
     import asyncio
 
+    from gateway.env import policy_paths_from_env
     from gateway.errors import GatewayError
     from gateway.sdk.run import execute
 
+    request = request_from_args(args)
+    if not request.policy_paths:
+        request.policy_paths = policy_paths_from_env()
+    if not request.policy_paths:
+        print("agent-gateway run: no policy: every tool call is left to Claude Code and none is "
+              "audited; --policy FILE (or AGENT_GATEWAY_POLICY) enforces one", file=sys.stderr)
     try:
-        return asyncio.run(execute(request_from_args(args), sys.stdout, sys.stderr))
+        return asyncio.run(execute(request, sys.stdout, sys.stderr))
     except GatewayError as exc:
         print(f"agent-gateway run: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -31,6 +31,11 @@ _EVENT_NAMES = {"pre-tool-use": "PreToolUse", "pre-compact": "PreCompact"}
 def run_hook(
     event: str, policy_paths: Sequence[str], remote: str | None = None, timeout_s: float = 10.0
 ) -> int:
+    """`policy_paths` empty: AGENT_GATEWAY_POLICY's, as `gateway.query` and `run` read it."""
+    if not policy_paths:
+        from gateway.env import policy_paths_from_env
+
+        policy_paths = policy_paths_from_env()
     if remote:
         from gateway.hooks.remote import relay
 

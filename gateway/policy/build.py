@@ -34,7 +34,9 @@ def build_layer(source: Source, spec: PolicyFile) -> Layer:
                 tools, glob, matcher = parse_rule(text)
             except ValueError as exc:
                 raise source.error(str(exc), loc) from None
-            rules.append(Rule(f"{name}:permissions.{decision}[{index}]", decision, file_monitor,
+            # Positions are 1-based everywhere the user sees them: the first entry is [1].
+            rule_id = f"{name}:permissions.{decision}[{index + 1}]"
+            rules.append(Rule(rule_id, decision, file_monitor,
                               f"policy {name} {_VERB[decision]} {text}", tools, glob, matcher,
                               text))
     for index, rule_spec in enumerate(spec.rules):
@@ -46,7 +48,7 @@ def build_layer(source: Source, spec: PolicyFile) -> Layer:
 
 
 def _rich_rule(file: str, index: int, spec: RuleSpec, file_monitor: bool) -> Rule:
-    rule_id = spec.id or f"{file}:rules[{index}]"
+    rule_id = spec.id or f"{file}:rules[{index + 1}]"
     monitor = spec.mode == "monitor" if spec.mode is not None else file_monitor
     matcher: Matcher
     glob: re.Pattern[str] | None = None

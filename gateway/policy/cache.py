@@ -29,7 +29,7 @@ MAX_ENTRY_BYTES = 16 * 1024 * 1024
 
 def read_files(paths: Sequence[str]) -> list[tuple[str, bytes]]:
     if not paths:
-        raise PolicyError("no policy file given (use --policy PATH)")
+        raise PolicyError("no policy file given (use --policy PATH or set AGENT_GATEWAY_POLICY)")
     bundle = []
     for path in paths:
         try:

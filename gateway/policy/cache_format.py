@@ -30,7 +30,7 @@ from gateway.policy.compiled import (
 from gateway.policy.domains import DomainPattern
 from gateway.policy.paths import PathPattern
 
-FORMAT = "policy-cache-5"
+FORMAT = "policy-cache-6"
 Data = dict[str, Any]
 T = TypeVar("T")
 

@@ -17,23 +17,53 @@ from gateway.errors import GatewayError, PolicyError
 
 def policy_check(paths: Sequence[str], *, out: TextIO | None = None,
                  err: TextIO | None = None) -> int:
-    from gateway.policy.loader import load_policy
+    """Validate the files as layered; warn (file:line) about tool names that match nothing."""
+    from gateway.policy.cache import read_files
+    from gateway.policy.loader import compile_bundle, validate
+    from gateway.policy.tool_names import tool_warnings
+    from gateway.policy.yamlsrc import load_source
 
     out, err = out or sys.stdout, err or sys.stderr
     try:
-        policy = load_policy(paths)
+        bundle = read_files(paths)
+        policy = compile_bundle(bundle)
+        sources = [load_source(path, data.decode("utf-8")) for path, data in bundle]
+        warnings = tool_warnings([(source, validate(source)) for source in sources])
     except GatewayError as exc:
         print(exc, file=err)
         return 1
+    for warning in warnings:
+        print(warning, file=err)
+    noted = f", {len(warnings)} warning(s)" if warnings else ""
     print(f"ok: {policy.rule_count} rules in {len(policy.file_layers)} file(s), "
-          f"bundle sha256:{policy.bundle_hash}", file=out)
+          f"bundle sha256:{policy.bundle_hash}{noted}", file=out)
     return 0
 
 
-def policy_explain(policy_paths: Sequence[str], input_path: str, *, out: TextIO | None = None,
+PATH_FIELDS = {"NotebookEdit": "notebook_path", "Glob": "path", "Grep": "path", "LS": "path"}
+"""The input field a tool names its file in; `file_path` for the others (Read, Edit, Write)."""
+
+
+def hook_input_for(tool: str, *, command: str | None = None, path: str | None = None,
+                   url: str | None = None, cwd: str = "") -> dict[str, object]:
+    """The PreToolUse hook input Claude Code would send for one call, from a few flags."""
+    tool_input: dict[str, object] = {}
+    if command is not None:
+        tool_input["command"] = command
+    if path is not None:
+        tool_input[PATH_FIELDS.get(tool, "file_path")] = path
+    if url is not None:
+        tool_input["url"] = url
+    return {"hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input,
+            "session_id": "policy-explain", "cwd": cwd}
+
+
+def policy_explain(policy_paths: Sequence[str], input_path: str | None = None, *,
+                   hook_input: dict[str, object] | None = None, out: TextIO | None = None,
                    err: TextIO | None = None) -> int:
-    """Which rule decided, on which simple command, and why. `input_path` '-' reads stdin."""
-    from gateway.hookio.parse import parse_pre_tool_use
+    """Which rule decided, on which simple command, and why. The hook input comes from
+    `input_path` (a JSON file, '-' for stdin) or `hook_input` (built by `hook_input_for`)."""
+    from gateway.hookio.parse import parse_pre_tool_use, tool_call_from_input
     from gateway.hookio.render import render_pre_tool_use
     from gateway.policy.evaluate import explain
     from gateway.policy.loader import load_policy
@@ -41,8 +71,12 @@ def policy_explain(policy_paths: Sequence[str], input_path: str, *, out: TextIO 
     out, err = out or sys.stdout, err or sys.stderr
     try:
         policy = load_policy(policy_paths)
-        raw = sys.stdin.buffer.read() if input_path == "-" else Path(input_path).read_bytes()
-        call = parse_pre_tool_use(raw)
+        if hook_input is not None:
+            call = tool_call_from_input(hook_input)
+        else:
+            source = input_path or "-"
+            raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+            call = parse_pre_tool_use(raw)
     except OSError as exc:
         print(f"{input_path}: cannot read hook input: {exc.strerror or exc}", file=err)
         return 2

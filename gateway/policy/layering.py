@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from gateway.archive.config import CompactionSettings
 from gateway.policy.compiled import Limits
 from gateway.policy.model import PolicyFile
 from gateway.policy.yamlsrc import Source
 
 _DEFAULT_RANK = {"allow": 0, "abstain": 1, "ask": 2, "deny": 3}
 _TIGHT_WHEN_TRUE = ("archive", "require_archive", "builtin_redaction")
+_DEFAULT_COMPACTION = CompactionSettings().model_dump()
 
 
 def check_conflicts(files: Sequence[tuple[Source, PolicyFile]]) -> None:
@@ -76,7 +78,7 @@ def merge_compaction(files: Sequence[tuple[Source, PolicyFile]]) -> dict[str, An
     origin: dict[str, str] = {}
     redact: dict[str, dict[str, Any]] = {}
     seen = False
-    for source, spec in files:
+    for index, (source, spec) in enumerate(files):
         section = spec.compaction
         if section is None:
             continue
@@ -84,6 +86,12 @@ def merge_compaction(files: Sequence[tuple[Source, PolicyFile]]) -> dict[str, An
         for key in sorted(section.model_fields_set):
             value = getattr(section, key)
             loc = ("compaction", key)
+            # A safeguard on by default is on for the files above unless the org turned it off:
+            # a lower file cannot be the one that does.
+            if (index and key in _TIGHT_WHEN_TRUE and key not in merged and value is False
+                    and _DEFAULT_COMPACTION[key] is True):
+                raise source.error(f"compaction {key} cannot be turned off: it is on by default "
+                                   "and only the org (first) file may turn it off", loc)
             if key == "redact":
                 for rule in section.redact:
                     prior = redact.get(rule.id)

@@ -54,7 +54,7 @@ def validate(source: Source) -> PolicyFile:
     except ValidationError as exc:
         error = exc.errors()[0]
         loc = tuple(error["loc"])
-        where = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in loc)
+        where = ".".join(str(p) if isinstance(p, str) else f"[{p + 1}]" for p in loc)
         where = where.replace(".[", "[")
         if error["type"] == "extra_forbidden":
             message = f"unknown key {loc[-1]!r}" + (f" in {where.rsplit('.', 1)[0]}"

@@ -33,6 +33,12 @@ def tool_glob(pattern: str) -> re.Pattern[str] | None:
     return None
 
 
+def rule_tool(text: str) -> str | None:
+    """The tool part of a rule string (`Bash` in `Bash(rm:*)`), or None when malformed."""
+    found = _RULE.match(text.strip())
+    return found["tool"] if found is not None else None
+
+
 def glob_regex(text: str) -> re.Pattern[str]:
     return re.compile(".*".join(re.escape(p) for p in text.split("*")), re.S)
 

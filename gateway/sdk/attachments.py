@@ -1,15 +1,16 @@
 """The one seam where the gateway composes what it attaches to a run.
 
 Policy and archive attach SDK hook callbacks; tracing and output attach message taps.
-A tap sees every message Claude Code writes, as the raw JSON object, in order.
+A tap sees every message Claude Code writes, as the raw JSON object, in order. Observers
+hear what the gateway itself decided: each tool call's decision and each archive.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.hookio.messages import StreamMessage
 
@@ -17,8 +18,21 @@ if TYPE_CHECKING:
     from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
     from claude_agent_sdk.types import HookEvent
 
+    from gateway.types import Decision
+
 MessageTap = Callable[[StreamMessage], None]
 CloseHook = Callable[[], None]
+
+
+class Observer(Protocol):
+    """Told what the gateway decided, as it decides (e.g. `agent-gateway run`'s progress)."""
+
+    def decided(
+        self, tool_use_id: str, tool_name: str, tool_input: Mapping[str, Any],
+        decision: Decision | None,
+    ) -> None: ...
+
+    def archived(self, archive_id: str, error: str, blocked: bool) -> None: ...
 
 
 @dataclass
@@ -28,6 +42,7 @@ class Attachments:
     hooks: dict[HookEvent, list[HookMatcher]] = field(default_factory=dict)
     taps: list[MessageTap] = field(default_factory=list)
     on_close: list[CloseHook] = field(default_factory=list)
+    observers: list[Observer] = field(default_factory=list)
 
     def add_hook(self, event: HookEvent, matcher: HookMatcher) -> None:
         self.hooks.setdefault(event, []).append(matcher)

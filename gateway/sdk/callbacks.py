@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol, cast
 
 from claude_agent_sdk import HookContext, HookMatcher
@@ -22,7 +22,7 @@ from gateway.hookio.wire import PreCompactOutput
 from gateway.hooks.compact import PreCompactAnswer
 from gateway.hooks.decision import PreToolUseAnswer, deny_output
 from gateway.hooks.engine import Engine
-from gateway.sdk.attachments import Attachments
+from gateway.sdk.attachments import Attachments, Observer
 from gateway.types import Decision
 
 log = logging.getLogger("gateway.sdk.callbacks")
@@ -41,13 +41,15 @@ class HookTracer(Protocol):
 def attach_hooks(attachments: Attachments, engine: Engine, tracer: HookTracer) -> None:
     # No PostToolUse callback: the tool_result in the stream ends the tool span, and every
     # callback costs a control-protocol round trip per tool call.
-    pre_tool_use = pre_tool_use_callback(engine, tracer)
-    pre_compact = pre_compact_callback(engine, tracer)
+    pre_tool_use = pre_tool_use_callback(engine, tracer, attachments.observers)
+    pre_compact = pre_compact_callback(engine, tracer, attachments.observers)
     attachments.add_hook("PreToolUse", HookMatcher(matcher=None, hooks=[pre_tool_use]))
     attachments.add_hook("PreCompact", HookMatcher(matcher=None, hooks=[pre_compact]))
 
 
-def pre_tool_use_callback(engine: Engine, tracer: HookTracer) -> HookCallback:
+def pre_tool_use_callback(
+    engine: Engine, tracer: HookTracer, observers: Sequence[Observer] = ()
+) -> HookCallback:
     async def pre_tool_use(
         data: HookInput, tool_use_id: str | None, _ctx: HookContext
     ) -> HookJSONOutput:
@@ -56,13 +58,15 @@ def pre_tool_use_callback(engine: Engine, tracer: HookTracer) -> HookCallback:
         except Exception as exc:  # the decision path does not raise; if it ever does: deny
             log.exception("PreToolUse not answered")
             return _sdk(deny_output(f"agent-gateway could not decide: {one_line(exc, typed=True)}"))
-        _observe(lambda: _trace_tool(tracer, data, tool_use_id, answer))
+        _observe(lambda: _trace_tool(tracer, observers, data, tool_use_id, answer))
         return _sdk(answer.output)
 
     return pre_tool_use
 
 
-def pre_compact_callback(engine: Engine, tracer: HookTracer) -> HookCallback:
+def pre_compact_callback(
+    engine: Engine, tracer: HookTracer, observers: Sequence[Observer] = ()
+) -> HookCallback:
     async def pre_compact(
         data: HookInput, _tool_use_id: str | None, _ctx: HookContext
     ) -> HookJSONOutput:
@@ -78,30 +82,41 @@ def pre_compact_callback(engine: Engine, tracer: HookTracer) -> HookCallback:
             log.exception("PreCompact not answered")
             reason = f"agent-gateway: compaction blocked: {one_line(exc, typed=True)}"
             return _sdk({"decision": "block", "reason": reason, "systemMessage": reason})
-        _observe(lambda: _trace_compaction(tracer, data, answer))
+        _observe(lambda: _trace_compaction(tracer, observers, data, answer))
         return _sdk(output)
 
     return pre_compact
 
 
 def _trace_tool(
-    tracer: HookTracer, data: HookInput, tool_use_id: str | None, answer: PreToolUseAnswer
+    tracer: HookTracer,
+    observers: Sequence[Observer],
+    data: HookInput,
+    tool_use_id: str | None,
+    answer: PreToolUseAnswer,
 ) -> None:
     tracer.transcript(str(data.get("transcript_path") or ""))
     call = answer.call
-    tracer.pre_tool_use(
-        call.tool_use_id if call else str(tool_use_id or ""),
-        call.tool_name if call else str(data.get("tool_name", "")),
-        answer.decision,
-    )
+    call_id = call.tool_use_id if call else str(tool_use_id or "")
+    name = call.tool_name if call else str(data.get("tool_name", ""))
+    tracer.pre_tool_use(call_id, name, answer.decision)
+    tool_input = data.get("tool_input")
+    for observer in observers:
+        observer.decided(
+            call_id, name, tool_input if isinstance(tool_input, dict) else {}, answer.decision
+        )
 
 
-def _trace_compaction(tracer: HookTracer, data: HookInput, answer: PreCompactAnswer) -> None:
+def _trace_compaction(
+    tracer: HookTracer, observers: Sequence[Observer], data: HookInput, answer: PreCompactAnswer
+) -> None:
     tracer.transcript(str(data.get("transcript_path") or ""))
     outcome = answer.outcome
     tracer.compacted(
         outcome.archive_id or None, outcome.error or None, str(data.get("trigger") or "") or None
     )
+    for observer in observers:
+        observer.archived(outcome.archive_id, outcome.error, outcome.blocked)
 
 
 def _observe(step: Callable[[], None]) -> None:

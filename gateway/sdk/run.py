@@ -9,9 +9,11 @@ from typing import TextIO
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKError
 
+from gateway.env import anthropic_base_url
 from gateway.errors import EXIT_FAILED, EXIT_OK, one_line
 from gateway.sdk.attachments import Attachments, MessageTap
 from gateway.sdk.output import ResultTracker, StreamJsonPrinter, result_failure
+from gateway.sdk.progress import Progress
 from gateway.sdk.query import query
 
 
@@ -23,6 +25,8 @@ class RunRequest:
     options: ClaudeAgentOptions
     policy_paths: list[str] = field(default_factory=list)
     output_format: str = "text"
+    progress: bool = False
+    """Text mode: progress lines on stderr (session id, tool calls, retries, cost)."""
 
 
 async def execute(
@@ -35,6 +39,10 @@ async def execute(
     attachments = Attachments(taps=[tracker, *(extra_taps or [])])
     if request.output_format == "stream-json":
         attachments.taps.append(StreamJsonPrinter(out, request.options.include_partial_messages))
+    elif request.output_format == "text" and request.progress:
+        progress = Progress(err, anthropic_base_url(request.options.env))
+        attachments.taps.append(progress)
+        attachments.observers.append(progress)
     options = attach_gateway(
         request.prompt, request.options, request.policy_paths, attachments, err
     )

@@ -11,6 +11,7 @@ from typing import Any
 from gateway.env import gateway_home, otel_env, trace_context
 from gateway.telemetry import ContentPolicy, SpanRef, TraceBuilder, traceparent_for
 from gateway.telemetry.export import SpanSink, export_settings, install_exit_flush, open_span_sink
+from gateway.telemetry.model import AttributeValue
 from gateway.telemetry.subagents import (
     TRANSCRIPT_GLOB,
     FinalUsage,
@@ -50,6 +51,9 @@ class RunTracer:
     def child_env(self) -> dict[str, str]:
         """TRACEPARENT/TRACESTATE for Claude Code, so its native spans join this trace."""
         return traceparent_for(self._builder.root)
+
+    def annotate_root(self, attrs: dict[str, AttributeValue]) -> None:
+        self._builder.annotate_root(attrs)
 
     def tap(self, message: dict[str, Any]) -> None:
         self._sink.export(self._builder.feed(message, time.time_ns()))

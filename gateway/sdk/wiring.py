@@ -17,6 +17,7 @@ from gateway.policy import Limits
 from gateway.sdk.attachments import Attachments
 from gateway.sdk.callbacks import attach_hooks
 from gateway.sdk.tracer import RunTracer
+from gateway.telemetry import attributes as A
 
 
 def attach_gateway(
@@ -34,6 +35,7 @@ def attach_gateway(
     if policy is not None:
         options = apply_limits(options, policy.limits, err)
     tracer = RunTracer(prompt)
+    tracer.annotate_root({A.POLICY_FILES: len(policy.file_layers) if policy is not None else 0})
     if export is not None:
         export.locate(tracer)  # audit log records carry the run's tool span ids
         attachments.on_close.append(export.shutdown)

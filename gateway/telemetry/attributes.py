@@ -1,7 +1,7 @@
 """Every span attribute name the gateway emits, once.
 
 GenAI names follow the OpenTelemetry GenAI semantic conventions (latest experimental);
-the gateway's own attributes live under the `agent_gateway.` namespace. README.md's
+the gateway's own attributes live under the `agent_gateway.` namespace. docs/tracing.md's
 "Span attributes" table lists all of them; a test keeps the two in step.
 """
 
@@ -72,8 +72,12 @@ CLAUDE_CODE_VERSION: Final = "agent_gateway.claude_code.version"
 
 # --- agent_gateway: cost -----------------------------------------------------------------------
 COST_CHAT_SUM_USD: Final = "agent_gateway.cost.chat_sum_usd"
+COST_COMPACTION_USD: Final = "agent_gateway.cost.compaction_usd"
+COST_RUN_USD: Final = "agent_gateway.cost.run_usd"
+"""What this run spent by Claude Code's count: its results' model_usage_since_last_result
+(total_cost_usd also counts a resumed session's earlier processes)."""
 COST_DIFFERENCE_USD: Final = "agent_gateway.cost.difference_usd"
-"""Sum of chat span costs minus the result's total_cost_usd: nonzero is a bug to look at."""
+"""chat_sum_usd + compaction_usd - run_usd: nonzero is a bug to look at."""
 COST_UNPRICED_CHATS: Final = "agent_gateway.cost.unpriced_chats"
 COST_UNPRICED_MODEL: Final = "agent_gateway.cost.unpriced_model"
 TOOL_SPLIT_COST_USD: Final = "agent_gateway.tool.split_cost_usd"
@@ -107,6 +111,8 @@ POLICY_DECISION: Final = "agent_gateway.policy.decision"
 POLICY_RULE_ID: Final = "agent_gateway.policy.rule_id"
 POLICY_REASON: Final = "agent_gateway.policy.reason"
 POLICY_WOULD_DENY: Final = "agent_gateway.policy.would_deny"
+POLICY_FILES: Final = "agent_gateway.policy.files"
+"""On the root: how many policy files were in force; 0 means the run had no policy at all."""
 
 # --- agent_gateway: compaction -----------------------------------------------------------------
 COMPACTION_TRIGGER: Final = "agent_gateway.compaction.trigger"
@@ -117,6 +123,8 @@ COMPACTION_RESULT: Final = "agent_gateway.compaction.result"
 COMPACTION_ERROR: Final = "agent_gateway.compaction.error"
 COMPACTION_ARCHIVE_ID: Final = "agent_gateway.compaction.archive_id"
 COMPACTION_ARCHIVE_ERROR: Final = "agent_gateway.compaction.archive_error"
+COMPACTION_COST_USD: Final = "agent_gateway.compaction.cost_usd"
+"""The summary request's cost: the query's tokens beyond its chat spans', priced."""
 
 # --- agent_gateway: server mode ----------------------------------------------------------------
 AGENT_ID: Final = "agent_gateway.agent_id"

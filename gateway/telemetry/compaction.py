@@ -1,13 +1,18 @@
-"""A context compaction (status: compacting -> compact_boundary or failure): pure."""
+"""A context compaction (status: compacting -> compact_boundary or failure): pure.
+
+Claude Code streams nothing of the request that writes the summary, so its cost is what the
+query's result reports beyond the chats the stream showed (`unaccounted_cost`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from gateway.telemetry import attributes as A
 from gateway.telemetry.model import AttributeValue, SpanSpec, SpanStatus
+from gateway.telemetry.pricing import PriceTable, Usage
 
 SPAN_NAME = "compaction"
 
@@ -26,6 +31,7 @@ class Compaction:
     archive_id: str | None = None
     archive_error: str | None = None
     incomplete: bool = False
+    cost_usd: float | None = None
 
 
 def compaction_spec(comp: Compaction, base: Mapping[str, AttributeValue]) -> SpanSpec:
@@ -48,6 +54,8 @@ def compaction_spec(comp: Compaction, base: Mapping[str, AttributeValue]) -> Spa
     ):
         if text:
             attrs[name] = text
+    if comp.cost_usd is not None:
+        attrs[A.COMPACTION_COST_USD] = comp.cost_usd
     if comp.incomplete:
         attrs[A.INCOMPLETE] = True
     failed = comp.result not in (None, "success") or comp.error
@@ -62,3 +70,43 @@ def compaction_spec(comp: Compaction, base: Mapping[str, AttributeValue]) -> Spa
         attributes=attrs,
         status=status,
     )
+
+
+_MODEL_USAGE_FIELDS = (
+    ("inputTokens", "input_tokens"),
+    ("outputTokens", "output_tokens"),
+    ("cacheReadInputTokens", "cache_read_input_tokens"),
+    ("cacheCreationInputTokens", "cache_creation_input_tokens"),
+    ("cacheCreationEphemeral1hInputTokens", "cache_creation_1h_input_tokens"),
+)
+
+
+def unaccounted_cost(
+    since_last: Mapping[str, Any], chats: Iterable[tuple[str, Usage]], prices: PriceTable
+) -> float | None:
+    """USD of the tokens a result's `model_usage_since_last_result` counts beyond the given
+    chats' (model, exact usage), priced from the table; None when a model has no price or the
+    stream showed more than the result counts (then nothing here can be trusted)."""
+    left: dict[str, dict[str, int]] = {}
+    for model, usage in since_last.items():
+        if not isinstance(usage, Mapping):
+            return None
+        left[model] = {field: _int(usage.get(wire)) for wire, field in _MODEL_USAGE_FIELDS}
+    for model, usage in chats:
+        counts = left.setdefault(model, {field: 0 for _, field in _MODEL_USAGE_FIELDS})
+        for _, field in _MODEL_USAGE_FIELDS:
+            counts[field] -= getattr(usage, field) or 0
+    total = 0.0
+    for model, counts in left.items():
+        if any(value < 0 for value in counts.values()):
+            return None
+        if any(counts.values()):
+            cost = prices.cost(model, Usage(**counts))
+            if cost is None:
+                return None
+            total += cost
+    return total
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -26,6 +26,28 @@ def _num(value: Any) -> int | float | None:
     return value
 
 
+def query_cost_usd(result: Mapping[str, Any]) -> float | None:
+    """The cost of the query this result ends (`model_usage_since_last_result`), or None.
+
+    `total_cost_usd` counts the whole session, earlier processes of a resumed one included;
+    this counts only what was spent since the previous result, i.e. in this process.
+    """
+    since = result.get("model_usage_since_last_result")
+    if not isinstance(since, Mapping):
+        return None
+    costs = [_num(u.get("costUSD")) for u in since.values() if isinstance(u, Mapping)]
+    return sum(c for c in costs if c is not None)
+
+
+def run_cost_usd(results: Sequence[Mapping[str, Any]]) -> float | None:
+    """What the stream's queries spent (summed `query_cost_usd`); None unless every result
+    reports it."""
+    costs = [query_cost_usd(r) for r in results]
+    if not costs or None in costs:
+        return None
+    return sum(c for c in costs if c is not None)
+
+
 def is_error_result(result: Mapping[str, Any]) -> bool:
     return bool(result.get("is_error")) or str(result.get("subtype") or "success") != "success"
 

@@ -77,17 +77,27 @@ def span_label(span: SpanSpec) -> Text:
         )
         if A.COMPACTION_ARCHIVE_ID in a:
             parts.append(f"archive {a[A.COMPACTION_ARCHIVE_ID]}")
+        if A.COMPACTION_COST_USD in a:
+            parts.append(_usd(a[A.COMPACTION_COST_USD]))
     if A.RESULT_SUBTYPE in a:
         parts.append(f"{a[A.RESULT_SUBTYPE]}, {a.get(A.RESULT_NUM_TURNS, '?')} turns")
+        total = a.get(A.RESULT_TOTAL_COST_USD)
+        spent = a.get(A.COST_RUN_USD, total)
+        session = f", session {_usd(total)}" if spent != total else ""
+        compaction = (f" compaction {_usd(a[A.COST_COMPACTION_USD])},"
+                      if A.COST_COMPACTION_USD in a else "")
         parts.append(
-            f"cost {_usd(a.get(A.RESULT_TOTAL_COST_USD))}"
-            f" (chats {_usd(a.get(A.COST_CHAT_SUM_USD))},"
-            f" diff {_usd(a.get(A.COST_DIFFERENCE_USD))})"
+            f"cost {_usd(spent)} (chats {_usd(a.get(A.COST_CHAT_SUM_USD))},{compaction}"
+            f" diff {_usd(a.get(A.COST_DIFFERENCE_USD))}{session})"
         )
     if parts:
         text.append("  " + "  ".join(parts))
     if span.status.code == "error":
-        text.append(f"  ERROR {span.status.description}", style="red")
+        description = span.status.description
+        rule = a.get(A.POLICY_RULE_ID)
+        if A.POLICY_DECISION in a and rule:
+            description = description.replace(f" [{rule}]", "", 1)  # shown once, above
+        text.append(f"  ERROR {description}", style="red")
     return text
 
 

@@ -15,7 +15,9 @@ Span tree:
 A subagent's responses never reach the partial stream (Claude Code 2.1.332), so its chats know
 only the placeholder usage of the `assistant` lines. Such a chat is held, with its turn and
 tools, until `complete_from_transcripts` hands over the final usage its transcript recorded, or
-until `finish`, which emits whatever is still held as it is (unpriced).
+until `finish`, which emits whatever is still held as it is (unpriced). A compaction span is
+held likewise until the query's result, whose `model_usage_since_last_result` prices the
+summary request the stream never shows.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 
 from gateway.telemetry import attributes as A
 from gateway.telemetry.chat import ChatAccumulator, chat_attributes, chat_span_name
-from gateway.telemetry.compaction import Compaction, compaction_spec
+from gateway.telemetry.compaction import Compaction, compaction_spec, unaccounted_cost
 from gateway.telemetry.content import ContentPolicy
 from gateway.telemetry.ids import (
     ROOT_SPAN,
@@ -38,7 +40,7 @@ from gateway.telemetry.ids import (
 )
 from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec, SpanStatus
 from gateway.telemetry.pricing import PriceTable, load_price_table
-from gateway.telemetry.result import result_attributes, result_status
+from gateway.telemetry.result import result_attributes, result_status, run_cost_usd
 from gateway.telemetry.subagents import TRANSCRIPT_SOURCE, FinalUsage
 from gateway.telemetry.tools import ToolCallState, tool_attributes, tool_status
 from gateway.types import Decision
@@ -118,6 +120,12 @@ class TraceBuilder:
         self._compactions = 0
         self._pending_archive: tuple[str | None, str | None, str | None] | None = None
         self._final_usage: dict[str, FinalUsage] = {}
+        self._root_extra: dict[str, AttributeValue] = {}
+        self._window_chats: list[_Chat] = []
+        """Chats since the last result: what its model_usage_since_last_result also counts."""
+        self._held_compactions: list[Compaction] = []
+        """Finished compactions waiting for the result that says what they cost."""
+        self._compaction_costs: list[float | None] = []
         self._finished = False
 
     @classmethod
@@ -143,6 +151,10 @@ class TraceBuilder:
     def tool_ref(self, tool_use_id: str) -> SpanRef:
         """Where a tool call's span is (or will be): its id is fixed at the first ask."""
         return SpanRef(self._trace_id, self._ids.span_id(TOOL_SPAN_KIND, tool_use_id))
+
+    def annotate_root(self, attrs: Mapping[str, AttributeValue]) -> None:
+        """Attributes the caller knows about the whole run (e.g. the policy in force)."""
+        self._root_extra.update(attrs)
 
     # --- inputs ----------------------------------------------------------------------------
     def feed(self, message: Mapping[str, Any], at_ns: int) -> list[SpanSpec]:
@@ -238,7 +250,8 @@ class TraceBuilder:
         if self._compaction is not None:
             self._compaction.end_ns = self._compaction.end_ns or at_ns
             self._compaction.incomplete = self._compaction.result is None
-            self._emit_compaction(out)
+            self._hold_compaction()
+        self._release_compactions(out, None)  # no result came to price them
         out.append(self._root_spec(at_ns))
         return out
 
@@ -264,7 +277,7 @@ class TraceBuilder:
             comp.duration_ms = meta.get("duration_ms")
             comp.end_ns = comp.end_ns or at_ns
             comp.result = comp.result or "success"
-            self._emit_compaction(out)
+            self._hold_compaction()
         elif subtype == "task_started" and msg.get("tool_use_id"):
             tool = self._tool(str(msg["tool_use_id"]), "", at_ns)
             tool.task_id = str(msg.get("task_id") or "")
@@ -286,7 +299,7 @@ class TraceBuilder:
         comp.result = str(outcome)
         if outcome != "success":
             comp.error = str(msg.get("compact_error") or outcome)
-            self._emit_compaction(out)
+            self._hold_compaction()
         # on success, compact_boundary follows with the metadata
 
     def _task_update(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
@@ -366,6 +379,8 @@ class TraceBuilder:
     def _result(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
         self._results.append(msg)
         self._finalize_unstreamed(MAIN, out)
+        self._release_compactions(out, self._unstreamed_cost(msg))
+        self._window_chats = []
         ctx = self._contexts.get(MAIN)
         if ctx is not None and ctx.current is not None:
             ctx.current.superseded = True
@@ -391,6 +406,7 @@ class TraceBuilder:
             end_ns=at_ns,
         )
         ctx.turns += 1
+        self._window_chats.append(chat)
         parent = self._root_id if context == MAIN else self._ids.span_id(TOOL_SPAN_KIND, context)
         turn = _Turn(
             index=ctx.turns,
@@ -569,23 +585,45 @@ class TraceBuilder:
             self._spec("turn", turn.span_id, turn.parent_span_id, turn.chat.start_ns, end, attrs)
         )
 
-    def _emit_compaction(self, out: list[SpanSpec]) -> None:
+    def _hold_compaction(self) -> None:
+        """The compaction finished; its span waits for the result that prices it."""
         comp = self._compaction
         if comp is None:
             return
         self._compaction = None
-        spec = compaction_spec(comp, self._base())
-        out.append(
-            self._spec(
-                spec.name,
-                comp.span_id,
-                self._root_id,
-                comp.start_ns,
-                comp.end_ns or comp.start_ns,
-                dict(spec.attributes),
-                spec.status,
-            )
+        self._held_compactions.append(comp)
+
+    def _unstreamed_cost(self, result: Mapping[str, Any]) -> float | None:
+        """What this result's query spent beyond the chats the stream showed: the compaction
+        requests, which Claude Code does not stream. None when that cannot be known."""
+        since = result.get("model_usage_since_last_result")
+        chats = self._window_chats
+        if not self._held_compactions or not isinstance(since, Mapping):
+            return None
+        if not all(chat.acc.exact for chat in chats):
+            return None  # a subagent's final usage comes later, from its transcript
+        return unaccounted_cost(
+            since, [(chat.acc.model or self._model, chat.acc.usage) for chat in chats],
+            self._prices,
         )
+
+    def _release_compactions(self, out: list[SpanSpec], cost: float | None) -> None:
+        held, self._held_compactions = self._held_compactions, []
+        for comp in held:
+            comp.cost_usd = cost / len(held) if cost is not None else None
+            self._compaction_costs.append(comp.cost_usd)
+            spec = compaction_spec(comp, self._base())
+            out.append(
+                self._spec(
+                    spec.name,
+                    comp.span_id,
+                    self._root_id,
+                    comp.start_ns,
+                    comp.end_ns or comp.start_ns,
+                    dict(spec.attributes),
+                    spec.status,
+                )
+            )
 
     def _root_spec(self, at_ns: int) -> SpanSpec:
         attrs: dict[str, AttributeValue] = {
@@ -601,15 +639,23 @@ class TraceBuilder:
         prompt = self._content.render(self._prompt) if self._prompt is not None else None
         if prompt is not None:
             attrs[A.GEN_AI_INPUT_MESSAGES] = prompt
+        attrs.update(self._root_extra)
         attrs.update(result_attributes(self._results))
         costs = [c.cost for c in self._chats.values()]
         chat_sum = sum(c for c in costs if c is not None)
         unpriced = sum(1 for c in costs if c is None)
         attrs[A.COST_CHAT_SUM_USD] = chat_sum
         attrs[A.COST_UNPRICED_CHATS] = unpriced
-        total = attrs.get(A.RESULT_TOTAL_COST_USD)
-        if isinstance(total, int | float) and unpriced == 0:
-            attrs[A.COST_DIFFERENCE_USD] = round(chat_sum - total, 12)
+        compaction_sum = sum(c for c in self._compaction_costs if c is not None)
+        if self._compaction_costs:
+            attrs[A.COST_COMPACTION_USD] = compaction_sum
+        spent = run_cost_usd(self._results)
+        if spent is not None:
+            attrs[A.COST_RUN_USD] = spent
+        total = spent if spent is not None else attrs.get(A.RESULT_TOTAL_COST_USD)
+        if (isinstance(total, int | float) and unpriced == 0
+                and None not in self._compaction_costs):
+            attrs[A.COST_DIFFERENCE_USD] = round(chat_sum + compaction_sum - total, 12)
         if not self._results:
             attrs[A.INCOMPLETE] = True
         return SpanSpec(

@@ -19,7 +19,7 @@ def fill(path: Path, count: int, keys: KeySet | None = None, start: int = 0) -> 
     for i in range(start, start + count):
         call = ToolCall("Bash", {"command": f"rm -rf /srv/{i}"}, tool_use_id=f"t{i}",
                         session_id="s1")
-        append_decision(call, Decision("deny", "org.yaml:permissions.deny[0]", "no"), path,
+        append_decision(call, Decision("deny", "org.yaml:permissions.deny[1]", "no"), path,
                         keys=keys)
 
 

@@ -25,7 +25,7 @@ def log(tmp_path: Path) -> Path:
     path = tmp_path / "audit.jsonl"
     calls = [
         (ToolCall("Bash", {"command": "rm -rf /srv"}, tool_use_id="a", session_id="s1"),
-         Decision("deny", "org.yaml:permissions.deny[0]", "no rm")),
+         Decision("deny", "org.yaml:permissions.deny[1]", "no rm")),
         (ToolCall("Read", {"file_path": "/repo/.env"}, tool_use_id="b", session_id="s1"),
          Decision("deny", "no-secrets", "no")),
         (ToolCall("WebFetch", {"url": "https://docs.example/x"}, tool_use_id="c",
@@ -48,7 +48,7 @@ def test_list_shows_what_was_decided_on_what(log: Path) -> None:
     code, lines, _ = _list(log)
     assert code == 0 and len(lines) == 4
     assert lines[0].split()[:3] == ["1", lines[0].split()[1], "deny"]
-    assert "Bash" in lines[0] and "org.yaml:permissions.deny[0]" in lines[0]
+    assert "Bash" in lines[0] and "org.yaml:permissions.deny[1]" in lines[0]
     assert lines[0].endswith("rm -rf /srv")
     assert lines[1].endswith("/repo/.env") and lines[2].endswith("https://docs.example/x")
     assert "(would deny)" in lines[3] and lines[3].endswith('{"sql": "select 1"}')

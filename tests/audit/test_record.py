@@ -10,7 +10,7 @@ from gateway.audit.record import INPUT_CAP, STRING_CAP, audit_redactor, decision
 from gateway.hashchain import canonical_json
 from gateway.types import Decision, ToolCall
 
-DENY = Decision("deny", "org.yaml:permissions.deny[0]", "no", policy_hash="p")
+DENY = Decision("deny", "org.yaml:permissions.deny[1]", "no", policy_hash="p")
 
 
 def _record(tool: str, tool_input: dict[str, object], **kw: object) -> dict[str, object]:

@@ -107,7 +107,7 @@ def check_the_copy(sandbox: Sandbox, logs: Logs, out: RunOutcome) -> None:
         assert len(log["trace_id"]) == 32 and len(log["span_id"]) == 16
     deny = next(by_hash[r["hash"]] for r in records if r["decision"] == "deny")
     assert deny["attributes"]["agent_gateway.policy.decision"] == "deny"
-    assert deny["attributes"]["agent_gateway.policy.rule_id"] == "policy.yaml:permissions.deny[0]"
+    assert deny["attributes"]["agent_gateway.policy.rule_id"] == "policy.yaml:permissions.deny[1]"
     assert json.loads(deny["body"])["input"] == {
         "command": "rm victim.txt --api-key [REDACTED:builtin.anthropic-key]"}
     assert SECRET not in json.dumps(logs) and SECRET not in json.dumps(records)

@@ -82,7 +82,7 @@ def test_a_tracer_that_raises_never_lets_a_denied_rm_run(
     assert out.returncode == 0, out.stderr[-2000:]
     assert precious.read_text() == "keep me\n"  # the denied rm never ran
     (denied,) = out.tool_results()
-    assert denied["is_error"] is True and "permissions.deny[0]" in str(denied["content"])
+    assert denied["is_error"] is True and "permissions.deny[1]" in str(denied["content"])
     assert [d["tool_name"] for d in out.result["permission_denials"]] == ["Bash"]
     assert "tracer broke" in out.stderr  # said, not swallowed
     records = [json.loads(line) for line in

@@ -68,10 +68,10 @@ def test_denied_rm_never_runs_and_the_model_gets_the_reason(
     denied, _allowed = out.tool_results()
     assert denied["is_error"] is True
     assert "e2e" in denied["content"] or "rm" in denied["content"]
-    assert "permissions.deny[0]" in denied["content"]
+    assert "permissions.deny[1]" in denied["content"]
     # What the model received in its next request is that same reason.
     fed_back = server.requests[1].body["messages"][-1]["content"][0]
-    assert fed_back["is_error"] is True and "permissions.deny[0]" in json.dumps(fed_back)
+    assert fed_back["is_error"] is True and "permissions.deny[1]" in json.dumps(fed_back)
     denials = out.result["permission_denials"]
     assert [d["tool_name"] for d in denials] == ["Bash"]
     assert denials[0]["tool_input"]["command"] == "cd . && /bin/rm -f precious.txt"

@@ -10,6 +10,7 @@ import asyncio
 import itertools
 import json
 import os
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ from aiohttp import web
 
 from gateway.server.claude_settings import gateway_settings
 from gateway.testing import ScriptedServer
-from tests.e2e.harness import Sandbox, claude_run, gateway_cli, print_settings
+from tests.e2e.harness import CLAUDE_BIN, Sandbox, claude_run, gateway_cli, print_settings
 from tests.otlp_receiver import OtlpReceiver
 from tests.server.processes import ServeProcess, ThreadedApp
 
@@ -357,3 +358,33 @@ def test_a_wrong_token_fails_the_session_fast_naming_the_token(
             message = str(out.result.get("result"))
             assert "403" in message and "Export AGENT_GATEWAY_TOKEN" in message, message
     assert upstream.requests == []  # nothing reached the model
+
+
+# --- a session whose gateway is gone fails fast, naming the gateway -----------------------------
+def test_a_stopped_gateway_fails_the_session_within_10_seconds(
+    sandbox: Sandbox, scripted: Scripted, policy: str
+) -> None:
+    """What a developer sees after `agent-gateway settings > .claude/settings.local.json` once
+    the gateway is stopped: with Claude Code's default retries, about 3 minutes of silence."""
+    upstream = scripted({"responses": [{"text": "Hello.", "times": 0}]})
+    project = sandbox.cwd
+    (project / ".claude").mkdir()
+    env = session_env(sandbox, TOKEN)
+    with ServeProcess([policy], upstream.url, serve_env(sandbox)) as gw:
+        url = gw.url
+        printed_settings(url, policy, project / ".claude" / "settings.local.json")
+        # Claude Code resolves api.anthropic.com before it reads project settings; this machine
+        # has no DNS, so that lookup alone takes ~18 s here. The same URL in the environment
+        # avoids that offline artifact and changes nothing else.
+        env["ANTHROPIC_BASE_URL"] = url
+        up = subprocess.run([str(CLAUDE_BIN), "-p", "hi"], cwd=project, env=env,
+                            capture_output=True, text=True, timeout=120, check=False)
+        assert (up.returncode, up.stdout.strip()) == (0, "Hello."), up.stderr
+    started = time.monotonic()
+    down = subprocess.run([str(CLAUDE_BIN), "-p", "hi"], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    took = time.monotonic() - started
+    assert down.returncode != 0
+    assert took < 10, f"the session took {took:.1f} s to fail"
+    assert "Connection refused" in down.stdout, down.stdout
+    assert f"{url}/hooks/SessionEnd" in down.stderr, down.stderr  # the gateway, by its URL

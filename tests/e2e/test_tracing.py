@@ -356,7 +356,7 @@ def test_policy_decisions_on_tool_spans_denied_call_is_error_with_rule_id(
     assert allowed["status"]["code"] in OK_STATUSES
     a = allowed["attributes"]
     assert a["agent_gateway.policy.decision"] == "allow"
-    assert a["agent_gateway.policy.rule_id"].endswith("permissions.allow[0]")  # file:rule
+    assert a["agent_gateway.policy.rule_id"].endswith("permissions.allow[1]")  # file:rule
     assert a["agent_gateway.tool.is_error"] is False
     assert root["attributes"]["agent_gateway.result.permission_denials"] == 1
 

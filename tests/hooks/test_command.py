@@ -41,7 +41,7 @@ def test_deny_allow_abstain(tmp_path: Path, policy: str) -> None:
     assert denied.returncode == 0, denied.stderr
     out = json.loads(denied.stdout)["hookSpecificOutput"]
     assert out["permissionDecision"] == "deny"
-    assert "org.yaml:permissions.deny[0]" in out["permissionDecisionReason"]
+    assert "org.yaml:permissions.deny[1]" in out["permissionDecisionReason"]
     allowed = _hook(tmp_path, _input("ls -la"), policy)  # now served from the cache
     assert json.loads(allowed.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
     abstained = _hook(tmp_path, _input("make"), policy)
@@ -135,6 +135,19 @@ def test_no_policy_exits_2(tmp_path: Path) -> None:
     result = _hook(tmp_path, _input("ls"))
     assert result.returncode == 2
     assert "no policy file given" in result.stderr.decode()
+
+
+def test_policy_from_the_environment(tmp_path: Path, policy: str) -> None:
+    """`agent-gateway hook pre-tool-use` without --policy reads AGENT_GATEWAY_POLICY."""
+    env = {**os.environ, "AGENT_GATEWAY_HOME": str(tmp_path / "home"),
+           "AGENT_GATEWAY_POLICY": policy}
+    result = subprocess.run([sys.executable, "-m", "gateway", "hook", "pre-tool-use"],
+                            input=_input("rm -rf x"), capture_output=True, env=env, timeout=60,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    assert "org.yaml:permissions.deny[1]" in out["permissionDecisionReason"]
 
 
 def test_cache_hit_does_not_import_pydantic_or_yaml(tmp_path: Path, policy: str) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -54,7 +55,7 @@ def test_required_failure_blocks(
 def test_optional_failure_is_logged_and_proceeds(
     make_session: Callable[..., Session], unwritable: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    settings = CompactionSettings(path=unwritable, settle_timeout_s=0)
+    settings = CompactionSettings(path=unwritable, settle_timeout_s=0, require_archive=False)
     with caplog.at_level(logging.ERROR):
         outcome = archive_before_compact(make_session().request(), settings, "")
     assert not outcome.blocked and outcome.error and not outcome.archive_id
@@ -154,7 +155,8 @@ def test_subprocess_exit_2_blocks_with_one_line(
 def test_subprocess_optional_failure_exits_0(
     make_session: Callable[..., Session], unwritable: str
 ) -> None:
-    proc = run_hook(CompactionSettings(path=unwritable), hook_input(make_session()))
+    lenient = CompactionSettings(path=unwritable, require_archive=False)
+    proc = run_hook(lenient, hook_input(make_session()))
     assert proc.returncode == 0 and "NOT ARCHIVED" in proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -167,3 +169,24 @@ def test_hook_import_path_stays_light() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
+
+
+def test_without_a_policy_a_failed_archive_blocks_compaction(
+    make_session: Callable[..., Session], tmp_path: Path
+) -> None:
+    """`agent-gateway hook pre-compact` with no policy at all fails closed: require_archive is
+    on by default."""
+    assert CompactionSettings().require_archive is True
+    session = make_session()
+    home = tmp_path / "home-is-a-file"
+    home.write_text("x")  # the default store, AGENT_GATEWAY_HOME/archive, cannot be created
+    env = {**os.environ, "AGENT_GATEWAY_HOME": str(home)}
+    env.pop("AGENT_GATEWAY_POLICY", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gateway", "hook", "pre-compact"],
+        input=hook_input(session), capture_output=True, text=True, env=env, timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert json.loads(proc.stdout)["decision"] == "block"
+    assert proc.stderr.count("\n") == 1 and "compaction blocked" in proc.stderr

@@ -250,7 +250,7 @@ async def test_the_tracer_is_told_the_decision_enforced(policy: str) -> None:
     tracer = TracerSpy()
     await sdk_callback(policy, DENIED, None, tracer)
     (seen,) = tracer.seen
-    assert seen is not None and seen.kind == "deny" and seen.rule_id.endswith("deny[0]")
+    assert seen is not None and seen.kind == "deny" and seen.rule_id.endswith("deny[1]")
 
 
 async def test_an_sdk_callback_whose_engine_raises_denies(

@@ -31,6 +31,11 @@ def strict(settings: CompactionSettings) -> CompactionSettings:
     return settings.model_copy(update={"require_archive": True})
 
 
+def lenient(settings: CompactionSettings) -> CompactionSettings:
+    """An org file that turned `require_archive` off."""
+    return settings.model_copy(update={"require_archive": False})
+
+
 def command_hook(raw: str, settings: Callable[[], tuple[CompactionSettings, str]]
                  ) -> tuple[bool, PreCompactOutput]:
     out, err = io.StringIO(), io.StringIO()
@@ -95,7 +100,7 @@ async def test_settings_that_cannot_be_loaded_block(
 async def test_unreadable_input_blocks_when_the_archive_is_required(
     vantage: str, required: bool, settings: CompactionSettings
 ) -> None:
-    current = strict(settings) if required else settings
+    current = strict(settings) if required else lenient(settings)
     blocked, output = await answer(vantage, '{"hook_event_name": "PreCompact"}', current)
     assert blocked == required
     assert "bad hook input" in (output.get("reason") or output.get("systemMessage", ""))
@@ -110,7 +115,7 @@ async def test_an_archive_that_raises_blocks_when_required(
     import gateway.archive.archiver as archiver
 
     monkeypatch.setattr(archiver, "archive_session", _raise)
-    current = strict(settings) if required else settings
+    current = strict(settings) if required else lenient(settings)
     blocked, output = await answer(vantage, hook_input(make_session()), current)
     assert blocked == required
     said = output.get("reason") or output.get("systemMessage", "")
@@ -124,7 +129,7 @@ async def test_a_render_that_raises_blocks_when_required(
     settings: CompactionSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(compact, "render_pre_compact", _raise)
-    current = strict(settings) if required else settings
+    current = strict(settings) if required else lenient(settings)
     blocked, output = await answer(vantage, hook_input(make_session()), current)
     assert blocked == required
     if required:

@@ -39,7 +39,7 @@ def test_team_allow_cannot_lift_org_deny_or_ask(policy_from: Callable[..., Polic
 def test_team_adds_denies(policy_from: Callable[..., Policy]) -> None:
     policy = policy_from(ORG, "version: 1\npermissions:\n  deny: ['Read(**/*.key)']\n")
     decision = decide(policy, tool("Read", file_path="/srv/project/a.key"))
-    assert (decision.kind, decision.rule_id) == ("deny", "team.yaml:permissions.deny[0]")
+    assert (decision.kind, decision.rule_id) == ("deny", "team.yaml:permissions.deny[1]")
 
 
 def test_limits_combine_to_the_lowest(policy_from: Callable[..., Policy]) -> None:
@@ -84,3 +84,23 @@ def test_bundle_hash_identifies_the_files_in_order(write_policy: WritePolicy) ->
     team = write_policy("version: 1\n", "team.yaml")
     assert load_policy([org, team]).bundle_hash == load_policy([org, team]).bundle_hash
     assert load_policy([org]).bundle_hash != load_policy([org, team]).bundle_hash
+
+
+@pytest.mark.parametrize("key", ["require_archive", "archive"])
+def test_a_lower_file_cannot_turn_off_a_safeguard_that_is_on_by_default(
+    write_policy: WritePolicy, key: str
+) -> None:
+    org = write_policy("version: 1\n", "org.yaml")
+    team = write_policy(f"version: 1\ncompaction:\n  {key}: false\n", "team.yaml")
+    with pytest.raises(PolicyError) as caught:
+        load_policy([org, team])
+    assert (caught.value.path, caught.value.line) == (team, 3)
+    assert f"compaction {key} cannot be turned off" in str(caught.value)
+
+
+def test_the_org_file_may_turn_require_archive_off(write_policy: WritePolicy) -> None:
+    org = write_policy("version: 1\ncompaction:\n  require_archive: false\n", "org.yaml")
+    team = write_policy("version: 1\ncompaction:\n  require_archive: false\n", "team.yaml")
+    assert load_policy([org, team]).compaction_settings().require_archive is False
+    assert load_policy([write_policy("version: 1\n", "o.yaml")]).compaction_settings(
+    ).require_archive is True

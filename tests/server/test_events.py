@@ -104,7 +104,7 @@ async def test_the_tool_span_carries_the_decision_enforced_even_after_a_reload(
     (span,) = [s for s in sink.spans if s.attributes["gen_ai.tool.call.id"] == "tu-1"]
     assert span.attributes["agent_gateway.policy.decision"] == "allow"
     rule = span.attributes["agent_gateway.policy.rule_id"]
-    assert rule == f"{policy_file.name}:permissions.allow[0]"
+    assert rule == f"{policy_file.name}:permissions.allow[1]"
     # A second PostToolUse for the same call (a retry) has nothing left to read.
     await client.post("/hooks/PostToolUse", json=body)
     assert sink.spans[-1].attributes["agent_gateway.policy.decision"] == "unknown"

@@ -162,19 +162,21 @@ async def test_pre_compact_refuses_another_sessions_transcript_and_hard_links(
         return {"hook_event_name": "PreCompact", "session_id": "s-a",
                 "transcript_path": str(path), "trigger": "manual"}
 
-    # named under my own session id: refused all the same
+    # named under my own session id: refused all the same, and (require_archive being on by
+    # default) the compaction is blocked rather than run on an unarchived transcript
     other = await (await client.post("/hooks/PreCompact", json=compact(theirs), headers=A)).json()
-    assert "not the transcript of session" in other["systemMessage"]
+    assert other["decision"] == "block"
+    assert "not the transcript of session" in other["reason"]
     outside = tmp_path / "id_rsa"
     outside.write_text("key\n")
     mine.unlink()
     os.link(outside, mine)
     linked = await (await client.post("/hooks/PreCompact", json=compact(mine), headers=A)).json()
-    assert "hard links" in linked["systemMessage"]
+    assert linked["decision"] == "block" and "hard links" in linked["reason"]
     assert not (policy_file.parent / "gw-home" / "archive").exists()
 
     records = [r for r in audit(policy_file) if r["event"] == "PreCompact"]
-    assert [r["decision"] for r in records] == ["none", "none"]
+    assert [r["decision"] for r in records] == ["block", "block"]
     assert "not the transcript" in records[0]["reason"] and "hard links" in records[1]["reason"]
 
 

@@ -20,7 +20,7 @@ from gateway.telemetry.logs import log_settings, open_log_sink
 from gateway.types import Decision, ToolCall
 from tests.otlp_receiver import OtlpReceiver
 
-DOC = Path(__file__).resolve().parents[2] / "README.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "audit.md"
 
 
 def test_settings_come_from_the_standard_variables_only() -> None:
@@ -102,7 +102,7 @@ def test_every_log_attribute_is_documented_once() -> None:
         v for k, v in vars(L).items()
         if k.isupper() and isinstance(v, str) and v not in L.EVENT_NAMES
     }
-    table = DOC.read_text().split("### Log record attributes", 1)[1].split("\n## ", 1)[0]
+    table = DOC.read_text().split("\n## Log record attributes", 1)[1].split("\n# ", 1)[0]
     rows = re.findall(r"^\| `([^`]+)` \|", table, flags=re.M)
     assert len(rows) == len(set(rows))
     assert set(rows) == names

@@ -1,0 +1,103 @@
+"""`policy check` warns (file:line) about tool names Claude Code does not have; `policy explain`
+takes a tool call as flags."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gateway.policy.commands import policy_check
+from gateway.policy.tool_names import known_tools, unknown_tool
+from tests.fixtures import CLAUDE_CODE_RECORDINGS
+
+from .conftest import WritePolicy
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_tool_of_the_recorded_claude_code_is_known() -> None:
+    for line in (CLAUDE_CODE_RECORDINGS / "stream-json.tool-call.jsonl").read_text().splitlines():
+        message = json.loads(line)
+        if message.get("subtype") == "init":
+            assert set(message["tools"]) <= known_tools()
+            return
+    raise AssertionError("no init message in the recording")
+
+
+@pytest.mark.parametrize("name", ["Bash", "Read", "Glob", "MultiEdit", "Agent", "mcp__prod",
+                                  "mcp__prod__drop_table", "mcp__prod__*", "*"])
+def test_known_names_and_patterns_pass(name: str) -> None:
+    assert unknown_tool(name) is None
+
+
+def test_misspellings_are_warnings_with_file_and_line(
+    write_policy: WritePolicy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_policy(
+        "version: 1\n"
+        "permissions:\n"
+        "  deny:\n"
+        "    - Bsh(rm:*)\n"
+        "    - Raed(.env)\n"
+        "    - mcp__prod__drop_table\n"
+        "  allow: [Bash(ls:*)]\n"
+        "rules:\n"
+        "  - id: exfil\n"
+        "    tool: WebFech\n"
+        "    domain: pastebin.com\n"
+        "  - {id: r, rule: 'Wirte(/etc/**)'}\n"
+    )
+    assert policy_check([path]) == 0  # valid syntax: warnings, not errors
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        f"{path}:4: warning: Claude Code has no tool named 'Bsh' (did you mean Bash?): "
+        "this rule never matches",
+        f"{path}:5: warning: Claude Code has no tool named 'Raed' (did you mean Read?): "
+        "this rule never matches",
+        f"{path}:10: warning: Claude Code has no tool named 'WebFech' (did you mean WebFetch?): "
+        "this rule never matches",
+        f"{path}:12: warning: Claude Code has no tool named 'Wirte' (did you mean Write?): "
+        "this rule never matches",
+    ]
+    assert "4 warning(s)" in captured.out
+
+
+def test_the_shipped_policies_name_only_real_tools(capsys: pytest.CaptureFixture[str]) -> None:
+    shipped = [str(ROOT / "policies" / n) for n in ("org.yaml", "team.yaml", "project.yaml")]
+    assert policy_check(shipped) == 0
+    assert capsys.readouterr().err == ""
+
+
+def _explain(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gateway", "policy", "explain", *args],
+                          capture_output=True, text=True, timeout=60, check=False, cwd=ROOT)
+
+
+def test_explain_a_command_given_as_flags() -> None:
+    out = _explain("--policy", "policies/org.yaml", "--tool", "Bash",
+                   "--command", "cd /tmp && rm -fr build")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("decision: deny\nrule: org.yaml:permissions.deny[1]\n")
+    assert "  - rm -fr build" in out.stdout
+
+
+def test_explain_a_path_given_as_flags(tmp_path: Path) -> None:
+    out = _explain("--policy", "policies/org.yaml", "--tool", "Read", "--path", "app/.env",
+                   "--cwd", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert "decision: deny" in out.stdout and "Read(**/.env)" in out.stdout
+    assert f"matched: {tmp_path}/app/.env" in out.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["--tool", "Bash", "--command", "ls", "--path", "x"],
+    ["--input", "x.json", "--command", "ls"],
+    ["--tool", "Bash", "--input", "x.json"],
+])
+def test_explain_usage_errors_are_one_line(args: list[str]) -> None:
+    out = _explain("--policy", "policies/org.yaml", *args)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr

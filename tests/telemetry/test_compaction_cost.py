@@ -1,0 +1,47 @@
+"""The compaction request's cost lands on the compaction span, so the root's difference is zero
+when every model is priced (Claude Code streams nothing of that request)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.telemetry import attributes as A
+from gateway.telemetry.compaction import unaccounted_cost
+from gateway.telemetry.pricing import Usage, load_price_table
+from tests.telemetry.recordings import named, root, run
+
+PRICES = load_price_table()
+
+
+def test_a_compaction_only_run_is_fully_accounted_for() -> None:
+    spans = run("manual-compact")
+    (compaction,) = named(spans, "compaction")
+    # the resumed session's result: 0.02256 for the whole session, 0.01128 in this process,
+    # all of it the summary request (2400 input, 84 output tokens of claude-opus-5-5)
+    assert compaction.attributes[A.COMPACTION_COST_USD] == pytest.approx(0.01128)
+    top = root(spans).attributes
+    assert top[A.RESULT_TOTAL_COST_USD] == pytest.approx(0.02256)
+    assert top[A.COST_RUN_USD] == pytest.approx(0.01128)
+    assert top[A.COST_COMPACTION_USD] == pytest.approx(0.01128)
+    assert top[A.COST_CHAT_SUM_USD] == 0
+    assert top[A.COST_DIFFERENCE_USD] == 0
+
+
+def test_runs_without_compaction_still_compare_their_chats() -> None:
+    top = root(run("partial-messages")).attributes
+    assert A.COST_COMPACTION_USD not in top
+    assert top[A.COST_RUN_USD] == pytest.approx(top[A.COST_CHAT_SUM_USD])
+    assert top[A.COST_DIFFERENCE_USD] == 0
+
+
+def test_unaccounted_cost_is_what_the_chats_do_not_explain() -> None:
+    since = {"claude-opus-5-5": {"inputTokens": 5000, "outputTokens": 100,
+                                 "cacheReadInputTokens": 1000, "cacheCreationInputTokens": 0}}
+    chat = Usage(input_tokens=2000, output_tokens=40, cache_read_input_tokens=1000)
+    cost = unaccounted_cost(since, [("claude-opus-5-5", chat)], PRICES)
+    assert cost == pytest.approx((3000 * 4 + 60 * 20) / 1e6)
+    # the stream showing more than the result counts: nothing to trust
+    assert unaccounted_cost(since, [("claude-opus-5-5", Usage(input_tokens=9000))], PRICES) is None
+    # a model without a price: unknown, never a guess
+    assert unaccounted_cost({"mystery": {"inputTokens": 10}}, [], PRICES) is None
+    assert unaccounted_cost({}, [], PRICES) == 0
