@@ -27,11 +27,13 @@ from gateway.audit.record import decision_record
 from gateway.errors import GatewayError
 from gateway.hookio.parse import tool_call_from_input
 from gateway.hookio.render import render_pre_tool_use
+from gateway.hooks.compact import CompactOutcome
 from gateway.hooks.engine import Engine, deny
 from gateway.hooks.trail import AuditExport
 from gateway.server import audit_events as ev
 from gateway.server.auth import Caller
 from gateway.server.bodies import decode_object
+from gateway.server.budget_gate import BudgetGate
 from gateway.server.decision_worker import DECIDE, PRE_TOOL_USE, WorkerInit, worker_main
 from gateway.server.offload import Offload, cores
 from gateway.server.owners import SessionOwners
@@ -45,6 +47,8 @@ from gateway.server.runs import (
 from gateway.server.tenancy import OwnerStoreError, Tenancy, valid_session_id
 from gateway.server.tracing import ServerTracer
 from gateway.server.workers import JobFailed, JobTimeout, WorkerPool
+from gateway.telemetry import metric_names as M
+from gateway.telemetry.metrics import GatewayMetrics
 from gateway.types import Decision
 
 log = logging.getLogger("gateway.server")
@@ -61,6 +65,8 @@ RUNS_OFF = (
     "remote runs are off on this gateway: start it with `agent-gateway serve --runs-root DIR` "
     "(or give this token runs_roots in the tokens file)"
 )
+TENANT_RULE = "gateway.tenant"
+BUDGET_RULE = "gateway.budget"
 REMOTE_RUN = "RemoteRun"
 MODEL_REQUEST = "ModelRequest"
 """Audit event names for refusals outside the hooks: /v1/runs and the Messages API proxy."""
@@ -101,6 +107,8 @@ class GatewayService:
         decision_budget_s: float = DEFAULT_DECISION_BUDGET_S,
         workers: int | None = None,
         audit_export: AuditExport | None = None,
+        gate: BudgetGate | None = None,
+        metrics: GatewayMetrics | None = None,
     ) -> None:
         self._paths = tuple(policy_paths)
         self._tracer = tracer
@@ -113,6 +121,10 @@ class GatewayService:
         """Layer sets the workers have decided for: a new worker loads them before it serves."""
         self._sink_ok = sink_ok
         self._runs_roots = tuple(runs_roots)
+        self.gate = gate
+        """Team budgets (None: no caller has one)."""
+        self.metrics = metrics or GatewayMetrics()
+        self.metrics.observe_reload_errors(lambda: len(self._policy_warnings()))
         self.decision_budget_s = decision_budget_s
         self._offload = Offload()
         self.tenancy = Tenancy(owners, self._offload.io)
@@ -131,8 +143,12 @@ class GatewayService:
     async def start(self) -> None:
         await self._small.start()
         await self._large.start()
+        if self.gate is not None:
+            await self.gate.start()
 
     async def close(self) -> None:
+        if self.gate is not None:
+            await self.gate.close()
         await self._small.close()
         await self._large.close()
         self._offload.close()
@@ -179,6 +195,8 @@ class GatewayService:
             return _cannot_decide(event, 503, f"agent-gateway: {exc}")
         if refusal:
             await self.audit_refusal(event, body, caller, refusal)
+            if event == "PreToolUse":
+                self._count_decision(Decision("deny", TENANT_RULE, refusal), body, caller)
             return _cannot_decide(event, 403, f"agent-gateway refused: {refusal}")
         if event == "PreToolUse":
             return HookReply(200, await self._pre_tool_use(body, raw, caller))
@@ -214,6 +232,7 @@ class GatewayService:
             log.error("decision failed: %s", reply[1])
             return await self._deny(body, caller, f"agent-gateway could not decide: {reply[1]}")
         decision, answer = reply[1], reply[2]
+        self._count_decision(decision, body, caller)
         if self._audit_export is not None:
             for record in reply[3]:
                 self._audit_export.decision(record)
@@ -225,6 +244,7 @@ class GatewayService:
     async def _deny(self, body: Mapping[str, Any], caller: Caller, reason: str) -> dict[str, Any]:
         """A deny the workers could not record themselves: recorded here, then answered."""
         decision = deny(" ".join(reason.split()))
+        self._count_decision(decision, body, caller)
         try:
             await self._offload.io(self._append_deny, body, decision, caller)
         except OSError as exc:
@@ -232,6 +252,10 @@ class GatewayService:
         if self._tracer is not None:
             self._traced(self._tracer.on_tool_denied, body, decision)
         return dict(render_pre_tool_use(decision))
+
+    def _count_decision(self, decision: Decision, body: Mapping[str, Any], caller: Caller) -> None:
+        tool = body.get("tool_name")
+        self.metrics.decision(decision, tool if isinstance(tool, str) else "", caller.name)
 
     def _append_deny(self, body: Mapping[str, Any], decision: Decision, caller: Caller) -> None:
         try:
@@ -290,6 +314,7 @@ class GatewayService:
             log.error("policy for caller %s does not load: %s", caller.name, exc)
             self._unloadable[self._layers(caller)] = " ".join(str(exc).split())
             await self._record_compaction(body, caller, ev.BLOCK, reason, "")
+            self.metrics.compaction(str(body.get("trigger") or ""), M.ARCHIVE_BLOCKED, caller.name)
             return HookReply(200, {"decision": "block", "reason": " ".join(reason.split())})
         started = time.time_ns()
         outcome, answer = await self._offload.archive(engine.pre_compact, body)
@@ -301,6 +326,9 @@ class GatewayService:
                 "archiving is off" if outcome.skipped else "archived"
             )
         await self._record_compaction(body, caller, decision, reason, outcome.archive_id)
+        self.metrics.compaction(
+            str(body.get("trigger") or ""), archive_outcome(outcome), caller.name
+        )
         if self._tracer is not None:
             self._traced(
                 self._tracer.on_compaction, body, started, outcome.archive_id, outcome.error
@@ -319,12 +347,18 @@ class GatewayService:
             log.error("audit log not writable: %s", exc)
 
     async def audit_refusal(
-        self, event: str, body: Mapping[str, Any], caller: Caller, reason: str, **extra: Any
+        self,
+        event: str,
+        body: Mapping[str, Any],
+        caller: Caller,
+        reason: str,
+        *,
+        rule_id: str = TENANT_RULE,
+        **extra: Any,
     ) -> None:
         decision = "deny" if event == "PreToolUse" else ev.REFUSED
         record = ev.event_record(
-            event, body, caller.name, decision=decision, reason=reason, rule_id="gateway.tenant",
-            **extra,
+            event, body, caller.name, decision=decision, reason=reason, rule_id=rule_id, **extra
         )
         try:
             await self._offload.io(self._append, record)
@@ -342,6 +376,10 @@ class GatewayService:
             fn(*args)
         except Exception:  # tracing never changes a hook's answer
             log.exception("span for a hook event failed")
+
+    async def offload(self, fn: Any, *args: Any) -> Any:
+        """Run a short blocking job (a metrics collection) in the short-job pool."""
+        return await self._offload.io(fn, *args)
 
     async def offload_parse(
         self, raw: bytes, content_encoding: str, limit: int
@@ -370,6 +408,21 @@ class GatewayService:
 
     def _readiness(self) -> Readiness:
         problems: list[str] = []
+        warnings = self._policy_warnings()
+        server = self._engines.get(self._paths)
+        for problem in (
+            _store_problem(server) if server is not None else "",
+            _audit_problem(self._audit_log),
+            self.tenancy.owners.problem() if self.tenancy.owners is not None else "",
+        ):
+            if problem:
+                problems.append(problem)
+        if callable(self._sink_ok) and not self._sink_ok():
+            problems.append("span export is failing")
+        return Readiness(problems, warnings)
+
+    def _policy_warnings(self) -> list[str]:
+        """Policy sets that failed to reload or do not load (also the reload_errors gauge)."""
         warnings: list[str] = []
         for layers, engine in list(self._engines.items()):
             try:
@@ -386,17 +439,7 @@ class GatewayService:
                 f"policy {', '.join(layers)} does not load, its callers' tool calls are denied: "
                 f"{error}"
             )
-        server = self._engines.get(self._paths)
-        for problem in (
-            _store_problem(server) if server is not None else "",
-            _audit_problem(self._audit_log),
-            self.tenancy.owners.problem() if self.tenancy.owners is not None else "",
-        ):
-            if problem:
-                problems.append(problem)
-        if callable(self._sink_ok) and not self._sink_ok():
-            problems.append("span export is failing")
-        return Readiness(problems, warnings)
+        return warnings
 
     # --- remote runs ------------------------------------------------------------------------
     async def prepare_run(self, body: Mapping[str, Any], caller: Caller) -> RunSpec:
@@ -404,13 +447,14 @@ class GatewayService:
         try:
             return await self._prepare_run(body, caller)
         except RunRefused as exc:
-            if exc.status == 403:
+            if exc.status in (402, 403):
                 resume, cwd = body.get("resume"), body.get("cwd")
                 await self.audit_refusal(
                     REMOTE_RUN,
                     {"session_id": resume if isinstance(resume, str) else ""},
                     caller,
                     str(exc),
+                    rule_id=BUDGET_RULE if exc.status == 402 else TENANT_RULE,
                     cwd=cwd if isinstance(cwd, str) else "",
                 )
             raise
@@ -427,6 +471,11 @@ class GatewayService:
         if not cwd:
             raise RunRefused(400, "'cwd' is required: a directory inside one of the runs roots")
         real = await self._offload.io(confine_cwd, cwd, roots)
+        if self.gate is not None:
+            model = spec.options.get("model")
+            over = await self.gate.check(caller, model if isinstance(model, str) else None)
+            if over is not None:
+                raise RunRefused(402, over.message)
         resume = spec.options.get("resume")
         if resume:
             if not valid_session_id(resume):
@@ -484,6 +533,14 @@ def _session_id_of(chunk: bytes) -> str:
         if valid_session_id(session_id):
             return str(session_id)
     return ""
+
+
+def archive_outcome(outcome: CompactOutcome) -> str:
+    if outcome.blocked:
+        return M.ARCHIVE_BLOCKED
+    if outcome.error:
+        return M.ARCHIVE_FAILED
+    return M.ARCHIVE_OFF if outcome.skipped else M.ARCHIVED
 
 
 def _store_problem(engine: Engine) -> str:
