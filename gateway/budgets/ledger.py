@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import quote
 
-from gateway.budgets.limits import Limit, Window
+from gateway.budgets.limits import Limit, Window, usd
 
 KEY_GRACE_S = 86_400
 """Counters outlive their window by a day, then the store drops them."""
@@ -155,3 +155,18 @@ class MemoryLedger:
         stale = [k for k, c in self._counts.items() if not c.holds and c.committed == 0]
         for key in stale[:1000]:
             del self._counts[key]
+
+
+def over_budget_message(team: str, counter: Counter, standing: Standing, needs: int) -> str:
+    """Names the team, the budget and when it resets (Claude Code shows it as written)."""
+    held = f", {usd(standing.held)} held by calls in flight" if standing.held else ""
+    left = standing.remaining(counter.budget)
+    if left <= 0 or not needs:
+        state = f"is over its budget of {counter.limit.describe()}"
+    else:
+        state = (f"has {usd(left)} left of its budget of {counter.limit.describe()}, and this "
+                 f"call may cost up to {usd(needs)}")
+    return (
+        f"agent-gateway: team {team} {state} ({usd(standing.committed)} spent{held}). "
+        f"The budget resets at {counter.window.resets()}."
+    )

@@ -135,11 +135,17 @@ def run(args: argparse.Namespace) -> int:
         return 2
     import asyncio
 
+    from gateway.env import tokens_files
     from gateway.errors import GatewayError
+    from gateway.sdk.account import RunAccount
+    from gateway.sdk.budget import RunBudget, run_team
     from gateway.sdk.run import execute
 
     try:
-        return asyncio.run(execute(request_from_args(args), sys.stdout, sys.stderr))
+        budget = RunBudget.from_env()
+        team = budget.team if budget else run_team(next(iter(tokens_files()), None))[0]
+        account = RunAccount(team=team, budget=budget)
+        return asyncio.run(execute(request_from_args(args), sys.stdout, sys.stderr, None, account))
     except GatewayError as exc:
         print(f"agent-gateway run: error: {exc}", file=sys.stderr)
         return exc.exit_code

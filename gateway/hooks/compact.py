@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from gateway.archive.config import CompactionSettings
 from gateway.env import hook_log_export_requested
 from gateway.errors import GatewayError, HookInputError
+from gateway.telemetry import metric_names as M
 from gateway.types import CompactRequest
 
 log = logging.getLogger("gateway.archive")
@@ -44,6 +45,15 @@ class CompactOutcome:
     error: str = ""
     block_reason: str = ""
     """Non-empty when compaction must not proceed (require_archive and the archive failed)."""
+
+    @property
+    def outcome(self) -> str:
+        """For the compactions metric: archived, failed, blocked or off."""
+        if self.blocked:
+            return M.ARCHIVE_BLOCKED
+        if self.error:
+            return M.ARCHIVE_FAILED
+        return M.ARCHIVE_OFF if self.skipped else M.ARCHIVED
 
     @property
     def blocked(self) -> bool:

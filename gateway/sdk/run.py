@@ -3,15 +3,18 @@ status out (`agent-gateway run`, remote runs, the demo)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKError
 
+from gateway.sdk.account import RunAccount
 from gateway.sdk.attachments import Attachments
 from gateway.sdk.output import ResultTracker, StreamJsonPrinter, result_failure
 from gateway.sdk.query import query
+from gateway.telemetry.pricing import NANOS_PER_USD
 
 
 @dataclass
@@ -25,9 +28,51 @@ class RunRequest:
 
 
 async def execute(
-    request: RunRequest, out: TextIO, err: TextIO, extra_taps: list[Any] | None = None
+    request: RunRequest,
+    out: TextIO,
+    err: TextIO,
+    extra_taps: list[Any] | None = None,
+    account: RunAccount | None = None,
 ) -> int:
-    """Run to the end of the stream, print as asked, return the exit status."""
+    """Run to the end of the stream, print as asked, return the exit status. With a team
+    budget (`account.budget`): refused before it starts when the budget is used up, capped
+    at what is left, and charged what it cost when it ends."""
+    account = account or RunAccount()
+    budget = account.budget
+    if budget is None:
+        return await _execute(request, out, err, extra_taps, account)
+    try:
+        if account.check_first:
+            left, refusal = await budget.left(request.options.model)
+            if refusal:
+                print(f"agent-gateway run: {refusal}", file=err)
+                return 1
+            request = _capped(request, left, err)
+        return await _execute(request, out, err, extra_taps, account)
+    finally:
+        await budget.charge()
+
+
+def _capped(request: RunRequest, left: int, err: TextIO) -> RunRequest:
+    """--max-budget-usd at most what the team has left (Claude Code stops the run there)."""
+    cap = left / NANOS_PER_USD
+    asked = request.options.max_budget_usd
+    if asked is not None and asked <= cap:
+        return request
+    if asked is not None:
+        err.write(f"agent-gateway: --max-budget-usd {asked} is more than the team has left; "
+                  f"using {cap:.6f}\n")
+    options = dataclasses.replace(request.options, max_budget_usd=cap)
+    return dataclasses.replace(request, options=options)
+
+
+async def _execute(
+    request: RunRequest,
+    out: TextIO,
+    err: TextIO,
+    extra_taps: list[Any] | None,
+    account: RunAccount,
+) -> int:
     from gateway.sdk.wiring import attach_gateway
 
     tracker = ResultTracker()
@@ -35,7 +80,7 @@ async def execute(
     if request.output_format == "stream-json":
         attachments.taps.append(StreamJsonPrinter(out, request.options.include_partial_messages))
     options = attach_gateway(
-        request.prompt, request.options, request.policy_paths, attachments, err
+        request.prompt, request.options, request.policy_paths, attachments, err, account
     )
     try:
         async for _ in query(prompt=request.prompt, options=options, attachments=attachments):

@@ -114,7 +114,14 @@ def load_tokens(token: str | None, tokens_file: str | None) -> TokenTable:
     return TokenTable(callers)
 
 
-def _read_tokens_file(path: Path) -> dict[str, Caller]:
+def read_budgets(tokens_file: str) -> dict[str, tuple[Limit, ...]]:
+    """Each team's budget in a tokens file, validated like `serve` does, without needing the
+    tokens themselves (`agent-gateway spend` may run where no token_env is set)."""
+    callers = _read_tokens_file(Path(tokens_file), secrets=False)
+    return {c.name: c.budget for c in callers.values() if c.budget}
+
+
+def _read_tokens_file(path: Path, *, secrets: bool = True) -> dict[str, Caller]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
@@ -126,7 +133,7 @@ def _read_tokens_file(path: Path) -> dict[str, Caller]:
         raise ConfigError(f"{path}: expected a 'tokens:' list")
     callers: dict[str, Caller] = {}
     for n, entry in enumerate(entries):
-        secret, caller = _entry(path, n, entry)
+        secret, caller = _entry(path, n, entry, secrets)
         if secret in callers:
             raise ConfigError(f"{path}: tokens[{n}] repeats a token listed before it")
         callers[secret] = caller
@@ -140,7 +147,7 @@ def _read_tokens_file(path: Path) -> dict[str, Caller]:
     return callers
 
 
-def _entry(path: Path, n: int, entry: Any) -> tuple[str, Caller]:
+def _entry(path: Path, n: int, entry: Any, secrets: bool) -> tuple[str, Caller]:
     where = f"{path}: tokens[{n}]"
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be a mapping")
@@ -148,6 +155,8 @@ def _entry(path: Path, n: int, entry: Any) -> tuple[str, Caller]:
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
     secret = entry.get("token") or os.environ.get(str(entry.get("token_env", "")), "")
+    if not secrets:
+        secret = f"entry {n}"
     if not secret or not isinstance(secret, str):
         raise ConfigError(f"{where} has no token (or its token_env is unset)")
     name = entry.get("name", f"token-{n}")

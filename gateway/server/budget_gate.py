@@ -25,7 +25,14 @@ from gateway.budgets.estimate import (
     reservation,
     with_output_at_least,
 )
-from gateway.budgets.ledger import Counter, Ledger, Standing, StoreUnavailable, Verdict
+from gateway.budgets.ledger import (
+    Counter,
+    Ledger,
+    Standing,
+    StoreUnavailable,
+    Verdict,
+    over_budget_message,
+)
 from gateway.budgets.limits import Limit, usd, window_of
 from gateway.server.auth import Caller
 from gateway.server.proxy import ProxiedExchange, request_model
@@ -286,18 +293,3 @@ class BudgetGate:
     @property
     def pending(self) -> int:
         return len(self._tasks)
-
-
-def over_budget_message(team: str, counter: Counter, standing: Standing, needs: int) -> str:
-    """Names the team, the budget and when it resets (Claude Code shows it as written)."""
-    held = f", {usd(standing.held)} held by calls in flight" if standing.held else ""
-    left = standing.remaining(counter.budget)
-    if left <= 0 or not needs:
-        state = f"is over its budget of {counter.limit.describe()}"
-    else:
-        state = (f"has {usd(left)} left of its budget of {counter.limit.describe()}, and this "
-                 f"call may cost up to {usd(needs)}")
-    return (
-        f"agent-gateway: team {team} {state} ({usd(standing.committed)} spent{held}). "
-        f"The budget resets at {counter.window.resets()}."
-    )

@@ -115,8 +115,9 @@ class _QueueWriter(io.StringIO):
         return len(text)
 
 
-async def stream_run_lines(spec: RunSpec) -> AsyncIterator[bytes]:
-    """Run the agent on this loop; yield NDJSON bytes as messages arrive."""
+async def stream_run_lines(spec: RunSpec, account: Any = None) -> AsyncIterator[bytes]:
+    """Run the agent on this loop; yield NDJSON bytes as messages arrive. `account` (a
+    gateway.sdk.account.RunAccount): the team, metrics and budget it counts against."""
     from claude_agent_sdk import ClaudeAgentOptions
 
     from gateway.errors import GatewayError
@@ -135,7 +136,7 @@ async def stream_run_lines(spec: RunSpec) -> AsyncIterator[bytes]:
 
     async def run() -> int:
         try:
-            return await execute(request, _QueueWriter(queue), err)
+            return await execute(request, _QueueWriter(queue), err, None, account)
         except GatewayError as exc:
             err.write(f"agent-gateway run: error: {exc}\n")
             return exc.exit_code

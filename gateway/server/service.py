@@ -27,7 +27,6 @@ from gateway.audit.record import decision_record
 from gateway.errors import GatewayError
 from gateway.hookio.parse import tool_call_from_input
 from gateway.hookio.render import render_pre_tool_use
-from gateway.hooks.compact import CompactOutcome
 from gateway.hooks.engine import Engine, deny
 from gateway.hooks.trail import AuditExport
 from gateway.server import audit_events as ev
@@ -326,9 +325,7 @@ class GatewayService:
                 "archiving is off" if outcome.skipped else "archived"
             )
         await self._record_compaction(body, caller, decision, reason, outcome.archive_id)
-        self.metrics.compaction(
-            str(body.get("trigger") or ""), archive_outcome(outcome), caller.name
-        )
+        self.metrics.compaction(str(body.get("trigger") or ""), outcome.outcome, caller.name)
         if self._tracer is not None:
             self._traced(
                 self._tracer.on_compaction, body, started, outcome.archive_id, outcome.error
@@ -492,7 +489,7 @@ class GatewayService:
     async def stream_run(self, spec: RunSpec, caller: Caller) -> AsyncIterator[bytes]:
         """The run's NDJSON lines; its session is recorded as the caller's when it starts."""
         claimed = not self.tenancy.enabled
-        async for chunk in stream_run_lines(spec):
+        async for chunk in stream_run_lines(spec, self._run_account(caller)):
             if not claimed and (session_id := _session_id_of(chunk)):
                 claimed = True
                 try:
@@ -504,6 +501,20 @@ class GatewayService:
                     yield (json.dumps({"type": "gateway_error", "error": refusal}) + "\n").encode()
                     return
             yield chunk
+
+
+    def _run_account(self, caller: Caller) -> Any:
+        """A remote run counts against its caller's team: serve's metrics, the team's budget
+        (checked in prepare_run already, charged what the run cost when it ends)."""
+        from gateway.sdk.account import RunAccount
+        from gateway.sdk.budget import RunBudget
+
+        budget = None
+        if self.gate is not None and caller.budget:
+            budget = RunBudget(caller.name, caller.budget, self.gate.ledger, self.gate.prices,
+                               owns_store=False)
+        return RunAccount(team=caller.name, metrics=self.metrics, budget=budget,
+                          check_first=False)
 
 
 def bad_request(event: str, status: int, message: str) -> HookReply:
@@ -533,14 +544,6 @@ def _session_id_of(chunk: bytes) -> str:
         if valid_session_id(session_id):
             return str(session_id)
     return ""
-
-
-def archive_outcome(outcome: CompactOutcome) -> str:
-    if outcome.blocked:
-        return M.ARCHIVE_BLOCKED
-    if outcome.error:
-        return M.ARCHIVE_FAILED
-    return M.ARCHIVE_OFF if outcome.skipped else M.ARCHIVED
 
 
 def _store_problem(engine: Engine) -> str:

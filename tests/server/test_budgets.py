@@ -210,7 +210,7 @@ async def test_a_model_without_a_price_is_refused_for_a_budgeted_team(
 async def test_count_tokens_is_free(
     make_client: AppFactory, tmp_path: Path, upstream: ScriptedServer
 ) -> None:
-    client, gate = await app_with_gate(make_client, tmp_path, upstream.url, table(0.000001))
+    client, _ = await app_with_gate(make_client, tmp_path, upstream.url, table(0.000001))
     resp = await client.post("/v1/messages/count_tokens", json=request_body(), headers=A)
     assert resp.status == 200
 
