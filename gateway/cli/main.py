@@ -10,12 +10,12 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import NoReturn
 
-from gateway.cli import archive, audit, demo, hook, policy, run, serve, settings, trace
+from gateway.cli import archive, audit, demo, hook, policy, run, serve, settings, spend, trace
 from gateway.cli.parser import Parser
 
 COMMANDS: dict[str, ModuleType] = {
     "run": run, "demo": demo, "hook": hook, "policy": policy, "audit": audit,
-    "archive": archive, "serve": serve, "settings": settings, "trace": trace,
+    "archive": archive, "serve": serve, "settings": settings, "spend": spend, "trace": trace,
 }
 
 

@@ -41,6 +41,7 @@ class ServeArgs:
     decision_budget_s: float = 2.0
     redis_url: str | None = None
     budget_fail_open: bool = False
+    redis_timeout_s: float = 2.0
     reserve_output_tokens: int = 4096
 
 
@@ -69,6 +70,9 @@ def serve_command(args: ServeArgs) -> int:
         return 2
     if not args.decision_budget_s > 0:
         print(f"{prog}: error: --decision-budget must be a positive number", file=sys.stderr)
+        return 2
+    if not args.redis_timeout_s > 0:
+        print(f"{prog}: error: --redis-timeout must be a positive number", file=sys.stderr)
         return 2
     if args.reserve_output_tokens < 1:
         print(f"{prog}: error: --reserve-output-tokens must be at least 1", file=sys.stderr)
@@ -124,7 +128,7 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     owners: SessionOwners | None = None
     if tokens.enabled:
         owners = (
-            RedisSessionOwners(shared_redis)
+            RedisSessionOwners(shared_redis, timeout_s=args.redis_timeout_s)
             if shared_redis
             else LocalSessionOwners(gateway_home() / "sessions")
         )
@@ -196,7 +200,11 @@ def _budget_gate(
     from gateway.budgets.redis_ledger import RedisLedger
     from gateway.server.budget_gate import BudgetGate
 
-    ledger: Ledger = RedisLedger(shared_redis) if shared_redis else MemoryLedger()
+    ledger: Ledger = (
+        RedisLedger(shared_redis, timeout_s=args.redis_timeout_s)
+        if shared_redis
+        else MemoryLedger()
+    )
     return BudgetGate(
         ledger,
         prices,
@@ -250,6 +258,14 @@ def add_parser(sub: Subcommands) -> None:
         "counts budgets on its own",
     )
     serve.add_argument(
+        "--redis-timeout",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how long a Redis command may take before the store counts as unreachable "
+        "(default 2; a command that times out is retried once)",
+    )
+    serve.add_argument(
         "--budget-failure",
         choices=("fail_closed", "fail_open"),
         default="fail_closed",
@@ -296,5 +312,6 @@ def run(args: argparse.Namespace) -> int:
             redis_url=args.redis_url,
             budget_fail_open=args.budget_failure == "fail_open",
             reserve_output_tokens=args.reserve_output_tokens,
+            redis_timeout_s=args.redis_timeout,
         )
     )

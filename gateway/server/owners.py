@@ -99,16 +99,21 @@ class RedisSessionOwners:
 
     def claim(self, session_id: str, tenant: str) -> str:
         key = self.PREFIX + session_id
-        try:
-            for _ in range(2):
+        failure: Exception | None = None
+        for _ in range(2):
+            # Retried once: a claim that timed out may have been written, and claiming again
+            # reads it back (SET NX fails, GET names the owner), so a retry is always safe.
+            try:
                 if self._redis.set(key, tenant.encode("utf-8"), nx=True):
                     return tenant
                 owner = self._redis.get(key)
                 if owner is not None:
                     return bytes(owner).decode("utf-8", "replace")
-                # deleted between the two commands: claim again
-        except self._errors as exc:
-            raise OSError(f"redis {self.location}: {exc}") from None
+                failure = None  # deleted between the two commands: claim again
+            except self._errors as exc:
+                failure = exc
+        if failure is not None:
+            raise OSError(f"redis {self.location}: {failure}")
         raise OSError(f"redis {self.location}: the owner of {session_id!r} keeps changing")
 
     def problem(self) -> str:

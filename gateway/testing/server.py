@@ -6,7 +6,7 @@ import asyncio
 import itertools
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -45,10 +45,14 @@ class RecordedRequest:
         return any(k.lower() == "x-claude-code-agent-id" for k in self.headers)
 
 
+RequestObserver = Callable[[RecordedRequest], None]
+
+
 @dataclass
 class _State:
     scenario: Scenario
     cursor: ScenarioCursor
+    on_request: RequestObserver | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
     ids: itertools.count[int] = field(default_factory=itertools.count)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -57,9 +61,10 @@ class _State:
 _STATE: web.AppKey[_State] = web.AppKey("scripted_state", _State)
 
 
-def build_app(scenario: Scenario) -> web.Application:
+def build_app(scenario: Scenario, on_request: RequestObserver | None = None) -> web.Application:
+    """`on_request` sees each Messages API request as it arrives, before it is answered."""
     app = web.Application(client_max_size=64 * 1024 * 1024)
-    app[_STATE] = _State(scenario=scenario, cursor=ScenarioCursor(scenario))
+    app[_STATE] = _State(scenario=scenario, cursor=ScenarioCursor(scenario), on_request=on_request)
     app.router.add_post("/v1/messages", _messages)
     app.router.add_post("/v1/messages/count_tokens", _count_tokens)
     return app
@@ -86,18 +91,19 @@ async def _messages(request: web.Request) -> web.StreamResponse:
         status = (
             response.status if response and response.status else (500 if response is None else 200)
         )
-        state.requests.append(
-            RecordedRequest(
-                path=request.path,
-                headers=dict(request.headers),
-                body=body,
-                session_id=session_id,
-                kind=kind,
-                response_index=index,
-                message_id=message_id,
-                status=status,
-            )
+        recorded = RecordedRequest(
+            path=request.path,
+            headers=dict(request.headers),
+            body=body,
+            session_id=session_id,
+            kind=kind,
+            response_index=index,
+            message_id=message_id,
+            status=status,
         )
+        state.requests.append(recorded)
+    if state.on_request is not None:
+        state.on_request(recorded)
     if response is None:
         return web.json_response(
             {"type": "error", "error": {"type": "api_error", "message": err}}, status=500
@@ -145,11 +151,15 @@ class ScriptedServer:
     """
 
     def __init__(
-        self, scenario: Scenario | str | Path | Mapping[str, Any], *, port: int = 0
+        self,
+        scenario: Scenario | str | Path | Mapping[str, Any],
+        *,
+        port: int = 0,
+        on_request: RequestObserver | None = None,
     ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self._port = port
-        self._app = build_app(self.scenario)
+        self._app = build_app(self.scenario, on_request)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         # In-flight (e.g. delayed) responses get a second at stop, not aiohttp's default minute.
