@@ -70,21 +70,26 @@ class RedisServer:
 
 
 class SlowRelay:
-    """Relays TCP to `target_port`, delaying each reply by `delay_s`; every `stall_every`-th
+    """Relays TCP to `target_port`, delaying each reply by `delay_s`. Every `stall_every`-th
     reply is held `stall_s` instead (past a client's timeout: the command ran, the client
-    never heard). Runs its own loop on a thread."""
+    never heard), unless another stall began less than `quiet_s` ago: one retry of a command
+    that timed out always gets through. Runs its own loop on a thread."""
 
     def __init__(
-        self, target_port: int, *, delay_s: float, stall_every: int = 0, stall_s: float = 0.0
+        self, target_port: int, *, delay_s: float, stall_every: int = 0, stall_s: float = 0.0,
+        quiet_s: float = 1.5,
     ) -> None:
         self.target_port = target_port
         self.delay_s, self.stall_every, self.stall_s = delay_s, stall_every, stall_s
+        self.quiet_s = quiet_s
+        self._last_stall = 0.0
         self.port = free_port()
         self.replies = 0
         self.stalls = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.AbstractServer | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
     @property
     def url(self) -> str:
@@ -114,7 +119,10 @@ class SlowRelay:
         async def downstream() -> None:
             while data := await up_reader.read(65536):
                 self.replies += 1
-                if self.stall_every and self.replies % self.stall_every == 0:
+                now = time.monotonic()
+                if (self.stall_every and self.replies % self.stall_every == 0
+                        and now - self._last_stall > self.quiet_s):
+                    self._last_stall = now
                     self.stalls += 1
                     await asyncio.sleep(self.stall_s)
                 else:
@@ -123,18 +131,23 @@ class SlowRelay:
                 await writer.drain()
             writer.close()
 
+        self._tasks.add(asyncio.current_task())  # type: ignore[arg-type]
         try:
             await asyncio.gather(upstream(), downstream())
-        except (OSError, asyncio.IncompleteReadError):
+        except (OSError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass
         finally:
             writer.close()
             up_writer.close()
+            self._tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
 
     def stop(self) -> None:
         async def close() -> None:
             if self._server is not None:
                 self._server.close()
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.sleep(0.05)
 
         asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)

@@ -235,3 +235,55 @@ def test_two_replicas_enforce_one_budget_and_report_it(
         text = log.read_text()
         assert "Traceback" not in text
         assert "team budgets for team-a, team-b, counted in redis://" in text
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_budget_resets_at_the_window_boundary(
+    sandbox: Sandbox, scripted: Callable[[dict[str, Any]], ScriptedServer], tmp_path: Path,
+    redis: RedisServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In process, so the gateway's clock can be moved to midnight UTC."""
+    from gateway.budgets.limits import Limit, window_of
+    from gateway.budgets.redis_ledger import RedisLedger
+    from gateway.server.app import ServeConfig, create_app
+    from gateway.server.auth import Caller, TokenTable
+    from gateway.server.budget_gate import BudgetGate
+    from gateway.server.owners import RedisSessionOwners
+    from gateway.server.service import GatewayService
+    from tests.server.processes import ThreadedApp
+
+    monkeypatch.setenv("AGENT_GATEWAY_HOME", str(sandbox.gateway_home))
+    upstream = scripted({"responses": [], "default": {"text": "done", "usage": BIG, "times": 0}})
+    policy = tmp_path / "org.yaml"
+    policy.write_text(POLICY)
+    tokens = TokenTable({"tok-a": Caller("team-a", budget=(Limit(400_000_000, "day"),))})
+    clock = Clock()
+    gate = BudgetGate(RedisLedger(redis.url), PRICES, tokens.budgets(), clock=clock)
+    service = GatewayService([str(policy)], owners=RedisSessionOwners(redis.url), gate=gate,
+                             workers=1)
+    config = ServeConfig(policy_paths=[str(policy)], upstream=upstream.url, tokens=tokens)
+    with ThreadedApp(create_app(config, service)) as app:
+        env = sandbox.env(ANTHROPIC_BASE_URL=app.url,
+                          ANTHROPIC_CUSTOM_HEADERS="X-Agent-Gateway-Token: tok-a")
+        first = claude_run(sandbox, "hello", env=env)  # $0.40084 of $0.40
+        assert first.returncode == 0 and first.result["result"] == "done", first.stdout[-1000:]
+        refused = claude_run(sandbox, "hello", env=env)
+        midnight = window_of("day", clock.now).end
+        assert refused.returncode != 0
+        assert refused.result["result"] == (
+            "API Error: 402 agent-gateway: team team-a is over its budget of $0.40 a day "
+            f"($0.40084 spent). The budget resets at {midnight:%Y-%m-%d} 00:00 UTC."
+        )
+        clock.now = midnight.timestamp() - 0.001
+        assert claude_run(sandbox, "hello", env=env).returncode != 0  # not yet
+        clock.now = midnight.timestamp()
+        again = claude_run(sandbox, "hello", env=env)
+        assert again.returncode == 0 and again.result["result"] == "done", again.stdout[-1000:]
+    assert len(upstream.requests) == 2
