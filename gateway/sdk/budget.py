@@ -109,6 +109,15 @@ class RunBudget:
             from gateway.budgets.redis_ledger import RedisLedger
 
             return cls(team, limits, RedisLedger(shared), prices)
+        from gateway.env import otel_env
+        from gateway.telemetry.export import export_settings
+
+        if export_settings(otel_env(), gateway_home()).span_file is None:
+            raise ConfigError(
+                f"team {team}'s budget is counted from the local span file, and "
+                "OTEL_TRACES_EXPORTER sends the spans elsewhere: unset it, or set "
+                "AGENT_GATEWAY_REDIS_URL to count the team's spend in Redis"
+            )
         return cls(team, limits, SpanFileLedger(span_file_path(gateway_home()), prices), prices)
 
     def counters(self, model: str | None) -> list[Counter]:
