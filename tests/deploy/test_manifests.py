@@ -227,7 +227,9 @@ def test_dockerfile_base_is_python_312_slim() -> None:
 def test_dockerfile_installs_the_package() -> None:
     instrs = _instructions((DEPLOY / "Dockerfile").read_text(encoding="utf-8"))
     runs = [rest for word, rest in instrs if word == "RUN"]
-    assert any(re.search(r"\bpip install (--?\S+ )*\.(\s|$)", r) for r in runs), runs
+    assert any(re.search(r"\bpip install (--?\S+ )*\"?\.(\[redis\])?\"?(\s|$)", r) for r in runs), runs
+    # --redis-url (session owners, team budgets) needs the redis extra in the image
+    assert any('".[redis]"' in r for r in runs), runs
     copied = " ".join(rest for word, rest in instrs if word == "COPY")
     for needed in ("pyproject.toml", "README.md", "gateway"):
         assert needed in copied, f"the package build needs {needed} copied in"
@@ -538,6 +540,7 @@ def test_kustomize_renders() -> None:
             "Secret",  # tokens
             "Secret",  # S3 credentials
             "Secret",  # the audit key
+            "Secret",  # the Redis URL
             "Deployment",
             "Service",
             "HorizontalPodAutoscaler",
