@@ -30,13 +30,14 @@ class Counter:
     team: str
     limit: Limit
     window: Window
+    key: str = field(init=False, compare=False)
+    """'{team}:per:model:window-start', the team in braces (a Redis Cluster hash tag: every
+    counter of one team sits in one slot, so one script can touch them all)."""
 
-    @property
-    def key(self) -> str:
-        """'{team}:per:model:window-start', the team in braces (a Redis Cluster hash tag:
-        every counter of one team sits in one slot, so one script can touch them all)."""
+    def __post_init__(self) -> None:
         model = quote(self.limit.model, safe="") if self.limit.model else "*"
-        return f"{{{quote(self.team, safe='')}}}:{self.limit.per}:{model}:{self.window.label}"
+        team = quote(self.team, safe="")
+        object.__setattr__(self, "key", f"{{{team}}}:{self.limit.per}:{model}:{self.window.label}")
 
     @property
     def budget(self) -> int:
@@ -82,7 +83,9 @@ class Ledger(Protocol):
 
     async def settle(
         self, hold_id: str, counters: Sequence[Counter], actual: int, now: float
-    ) -> None: ...
+    ) -> list[Standing]:
+        """Returns each counter's standing afterwards."""
+        ...
 
     async def standings(self, counters: Sequence[Counter], now: float) -> list[Standing]: ...
 
@@ -130,14 +133,14 @@ class MemoryLedger:
 
     async def settle(
         self, hold_id: str, counters: Sequence[Counter], actual: int, now: float
-    ) -> None:
-        if hold_id in self._settled:
-            return
-        self._settled[hold_id] = now + KEY_GRACE_S
-        for counter in counters:
-            count = self._counts.setdefault(counter.key, _Count())
+    ) -> list[Standing]:
+        first = hold_id not in self._settled
+        self._settled.setdefault(hold_id, now + KEY_GRACE_S)
+        counts = [self._counts.setdefault(c.key, _Count()) for c in counters]
+        for count in counts if first else ():
             count.holds.pop(hold_id, None)
             count.committed += actual
+        return [count.standing(now) for count in counts]
 
     async def standings(self, counters: Sequence[Counter], now: float) -> list[Standing]:
         return [

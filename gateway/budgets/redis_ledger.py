@@ -63,20 +63,26 @@ end
 return {0, 0, 0}
 """
 
-SETTLE = """
+SETTLE = _PURGE + """
 -- KEYS: marker, then spent, holds, expiry per counter
--- ARGV: actual, marker ttl_s, hold id, then ttl_s per counter
-if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then return 0 end
+-- ARGV: actual, marker ttl_s, hold id, now_ms, then ttl_s per counter
+-- Returns each counter's committed and held afterwards (for the budget gauges).
+local first = redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2])
 local actual, id = ARGV[1], ARGV[3]
+local out = {}
 for i = 1, (#KEYS - 1) / 3 do
-  redis.call('HDEL', KEYS[3 * i], id)
-  redis.call('ZREM', KEYS[3 * i + 1], id)
-  if tonumber(actual) > 0 then
-    redis.call('INCRBY', KEYS[3 * i - 1], actual)
-    redis.call('EXPIRE', KEYS[3 * i - 1], ARGV[3 + i])
+  if first then
+    redis.call('HDEL', KEYS[3 * i], id)
+    redis.call('ZREM', KEYS[3 * i + 1], id)
+    if tonumber(actual) > 0 then
+      redis.call('INCRBY', KEYS[3 * i - 1], actual)
+      redis.call('EXPIRE', KEYS[3 * i - 1], ARGV[4 + i])
+    end
   end
+  out[2 * i] = purge(KEYS[3 * i], KEYS[3 * i + 1], tonumber(ARGV[4]))
+  out[2 * i - 1] = tonumber(redis.call('GET', KEYS[3 * i - 1]) or '0')
 end
-return 1
+return out
 """
 
 STANDINGS = _PURGE + """
@@ -114,6 +120,10 @@ def redis_module() -> Any:
 def client_options(timeout_s: float) -> dict[str, Any]:
     """What every Redis client of the gateway is built with (owners, budgets, spend)."""
     return {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s}
+
+
+def _standings(values: Sequence[Any], n: int) -> list[Standing]:
+    return [Standing(int(values[2 * i]), int(values[2 * i + 1])) for i in range(n)]
 
 
 def _keys(counter: Counter) -> list[str]:
@@ -156,22 +166,21 @@ class RedisLedger:
 
     async def settle(
         self, hold_id: str, counters: Sequence[Counter], actual: int, now: float
-    ) -> None:
+    ) -> list[Standing]:
         keys = [_marker(counters, hold_id)]
-        args: list[Any] = [actual, KEY_GRACE_S, hold_id]
+        args: list[Any] = [actual, KEY_GRACE_S, hold_id, int(now * 1000)]
         for counter in counters:
             keys += _keys(counter)
             args.append(counter.ttl_s(now))
-        await self._call(self._settle, keys, args)
+        values = await self._call(self._settle, keys, args)
+        return _standings(values, len(counters))
 
     async def standings(self, counters: Sequence[Counter], now: float) -> list[Standing]:
         if not counters:
             return []
         keys = [key for counter in counters for key in _keys(counter)]
         values = await self._call(self._standings, keys, [int(now * 1000)])
-        return [
-            Standing(int(values[2 * i]), int(values[2 * i + 1])) for i in range(len(counters))
-        ]
+        return _standings(values, len(counters))
 
     async def close(self) -> None:
         with contextlib.suppress(*self._errors):

@@ -17,8 +17,9 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from gateway.budgets.estimate import (
     DEFAULT_RESERVE_OUTPUT_TOKENS,
@@ -109,19 +110,30 @@ class BudgetGate:
         self.clock = clock
         self._metrics = metrics or GatewayMetrics()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._counters: dict[tuple[Any, ...], tuple[Counter, ...]] = {}
         self._standings: dict[str, tuple[Counter, Standing]] = {}
         self._warned = 0.0
         self._refresher: asyncio.Task[None] | None = None
         self._metrics.observe_budgets(self.rows)
 
     # --- the request path -----------------------------------------------------------------
-    def counters(self, team: str, limits: Iterable[Limit], model: str | None) -> list[Counter]:
-        now = self.clock()
-        return [
-            Counter(team, limit, window_of(limit.per, now))
-            for limit in limits
-            if model is None or limit.applies_to(model)
-        ]
+    def counters(
+        self, team: str, limits: tuple[Limit, ...], model: str | None
+    ) -> tuple[Counter, ...]:
+        """The team's counters that apply to `model` (None: all), in the current windows."""
+        # Windows start and end on a UTC minute, so counters built once a minute are exact.
+        minute = int(self.clock() // 60)
+        key = (team, limits, model, minute)
+        found = self._counters.get(key)
+        if found is None:
+            if len(self._counters) > 4096:
+                self._counters.clear()
+            found = self._counters[key] = tuple(
+                Counter(team, limit, window_of(limit.per, minute * 60.0))
+                for limit in limits
+                if model is None or limit.applies_to(model)
+            )
+        return found
 
     async def reserve(
         self, caller: Caller, body: bytes, *, compressed: bool
@@ -143,7 +155,7 @@ class BudgetGate:
         amount, allowance = reservation(
             price, body, compressed=compressed, reserve_output_tokens=self.reserve_output_tokens
         )
-        hold = Hold(self, uuid.uuid4().hex, caller.name, model, tuple(counters), amount, allowance)
+        hold = Hold(self, uuid.uuid4().hex, caller.name, model, counters, amount, allowance)
         try:
             verdict = await self._reserve(hold)
         except StoreUnavailable as exc:
@@ -242,15 +254,17 @@ class BudgetGate:
         deadline = time.monotonic() + self.hold_s
         for pause in (*SETTLE_RETRY_S, *([SETTLE_RETRY_S[-1]] * 10_000)):
             try:
-                await self.ledger.settle(hold.id, hold.counters, actual, self.clock())
-                break
+                standings = await self.ledger.settle(hold.id, hold.counters, actual, self.clock())
             except StoreUnavailable as exc:
                 if time.monotonic() + pause > deadline:
                     log.error("budget store unreachable (%s): %s of team %s's spend was not "
                               "counted", exc, usd(actual), hold.team)
                     return
                 await asyncio.sleep(pause)
-        await self._refresh(hold.counters)
+                continue
+            for counter, standing in zip(hold.counters, standings, strict=True):
+                self._standings[counter.key] = (counter, standing)
+            return
 
     async def _refresh(self, counters: Sequence[Counter]) -> None:
         try:
