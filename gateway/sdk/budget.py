@@ -10,27 +10,37 @@ the counters when it ends (the span file is its own record).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from gateway.budgets.ledger import Counter, Standing, StoreUnavailable, over_budget_message
 from gateway.budgets.limits import Limit, usd, window_of
 from gateway.budgets.local import SpanFileLedger, chat_model, chat_usage
 from gateway.budgets.report import SpendRow, Standings, spend_rows
 from gateway.env import gateway_home, redis_url, tokens_files
-from gateway.errors import ConfigError
+from gateway.errors import ConfigError, GatewayError
 from gateway.telemetry import attributes as A
 from gateway.telemetry.metrics import BudgetRow
 from gateway.telemetry.model import SpanSpec
 from gateway.telemetry.pricing import NANOS_PER_USD, PriceTable, load_price_table
 from gateway.telemetry.spanfile import span_file_path
 
+if TYPE_CHECKING:
+    from claude_agent_sdk import ClaudeAgentOptions
+
 log = logging.getLogger("gateway.sdk.budget")
+
+
+class BudgetRefused(GatewayError):
+    """The team's budget is used up (or cannot be checked): the run does not start."""
+
+    exit_code = 1
 LOCAL_TEAM = "local"
 TOKEN_ENV = "AGENT_GATEWAY_TOKEN"
 
@@ -182,3 +192,20 @@ class RunBudget:
         close = getattr(self.store, "close", None)
         if close is not None and self.owns_store:
             await close()
+
+
+async def admit(budget: RunBudget, options: ClaudeAgentOptions, err: TextIO) -> ClaudeAgentOptions:
+    """The options to start with: --max-budget-usd at most what the team has left (Claude
+    Code stops the run there). BudgetRefused when nothing is left."""
+    left, refusal = await budget.left(options.model)
+    if refusal:
+        await budget.close()
+        raise BudgetRefused(refusal)
+    cap = left / NANOS_PER_USD
+    asked = options.max_budget_usd
+    if asked is not None and asked <= cap:
+        return options
+    if asked is not None:
+        err.write(f"agent-gateway: --max-budget-usd {asked} is more than team {budget.team} "
+                  f"has left; using {cap:.6f}\n")
+    return dataclasses.replace(options, max_budget_usd=cap)

@@ -12,9 +12,9 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKError
 
 from gateway.sdk.account import RunAccount
 from gateway.sdk.attachments import Attachments
+from gateway.sdk.budget import BudgetRefused, admit
 from gateway.sdk.output import ResultTracker, StreamJsonPrinter, result_failure
 from gateway.sdk.query import query
-from gateway.telemetry.pricing import NANOS_PER_USD
 
 
 @dataclass
@@ -41,29 +41,17 @@ async def execute(
     budget = account.budget
     if budget is None:
         return await _execute(request, out, err, extra_taps, account)
+    if account.check_first:
+        try:
+            options = await admit(budget, request.options, err)
+        except BudgetRefused as exc:
+            print(f"agent-gateway run: {exc}", file=err)
+            return exc.exit_code
+        request = dataclasses.replace(request, options=options)
     try:
-        if account.check_first:
-            left, refusal = await budget.left(request.options.model)
-            if refusal:
-                print(f"agent-gateway run: {refusal}", file=err)
-                return 1
-            request = _capped(request, left, err)
         return await _execute(request, out, err, extra_taps, account)
     finally:
         await budget.charge()
-
-
-def _capped(request: RunRequest, left: int, err: TextIO) -> RunRequest:
-    """--max-budget-usd at most what the team has left (Claude Code stops the run there)."""
-    cap = left / NANOS_PER_USD
-    asked = request.options.max_budget_usd
-    if asked is not None and asked <= cap:
-        return request
-    if asked is not None:
-        err.write(f"agent-gateway: --max-budget-usd {asked} is more than the team has left; "
-                  f"using {cap:.6f}\n")
-    options = dataclasses.replace(request.options, max_budget_usd=cap)
-    return dataclasses.replace(request, options=options)
 
 
 async def _execute(

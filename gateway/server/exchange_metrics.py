@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 from gateway.server.proxy import ExchangeSink, ProxiedExchange
 from gateway.telemetry.metrics import GatewayMetrics
 from gateway.telemetry.pricing import NANOS_PER_USD, PriceTable
 
 ANONYMOUS_TEAM = "anonymous"
+log = logging.getLogger("gateway.server")
 
 
 def exchange_metrics(metrics: GatewayMetrics, prices: PriceTable) -> ExchangeSink:
@@ -32,8 +35,13 @@ def exchange_metrics(metrics: GatewayMetrics, prices: PriceTable) -> ExchangeSin
 
 
 def both(*sinks: ExchangeSink) -> ExchangeSink:
+    """Each sink in turn; one that fails (logged) does not keep the next from its record."""
+
     def on_exchange(exchange: ProxiedExchange) -> None:
         for sink in sinks:
-            sink(exchange)
+            try:
+                sink(exchange)
+            except Exception:
+                log.exception("recording a proxied exchange failed")
 
     return on_exchange
