@@ -29,7 +29,7 @@ async def test_query_refuses_to_start_when_the_team_budget_is_used_up(
     day = Counter("team-a", Limit(10**9, "day"), window_of("day", time.time()))
     await ledger.settle("earlier", [day], 10**9 + 1, time.time())
     await ledger.close()
-    with pytest.raises(BudgetRefused, match="team team-a is over its budget of \\$1.00 a day"):
+    with pytest.raises(BudgetRefused, match=r"team team-a is over its budget of \$1\.00 a day"):
         async for _ in gateway.query(prompt="hello"):
             pass
     budget = RunBudget.from_env()
