@@ -505,7 +505,8 @@ class GatewayService:
 
     def _run_account(self, caller: Caller) -> Any:
         """A remote run counts against its caller's team: serve's metrics, the team's budget
-        (checked in prepare_run already, charged what the run cost when it ends)."""
+        (checked in prepare_run for a 402; again as it starts, to cap --max-budget-usd at what
+        is left; charged what the run cost when it ends)."""
         from gateway.sdk.account import RunAccount
         from gateway.sdk.budget import RunBudget
 
@@ -513,8 +514,7 @@ class GatewayService:
         if self.gate is not None and caller.budget:
             budget = RunBudget(caller.name, caller.budget, self.gate.ledger, self.gate.prices,
                                owns_store=False)
-        return RunAccount(team=caller.name, metrics=self.metrics, budget=budget,
-                          check_first=False)
+        return RunAccount(team=caller.name, metrics=self.metrics, budget=budget)
 
 
 def bad_request(event: str, status: int, message: str) -> HookReply:

@@ -288,3 +288,44 @@ def test_the_budget_resets_at_the_window_boundary(
         again = claude_run(sandbox, "hello", env=env)
         assert again.returncode == 0 and again.result["result"] == "done", again.stdout[-1000:]
     assert len(upstream.requests) == 2
+
+
+def test_remote_runs_are_checked_capped_and_charged(
+    sandbox: Sandbox, scripted: Callable[[dict[str, Any]], ScriptedServer], tmp_path: Path,
+    redis: RedisServer,
+) -> None:
+    from tests.e2e.harness import post_ndjson
+
+    upstream = scripted(SCENARIO)
+    policy = tmp_path / "org.yaml"
+    policy.write_text(POLICY)
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text(
+        f"tokens:\n  - {{token: tok-a, name: team-a, runs_roots: [{sandbox.cwd}], "
+        "budget: {usd: 0.5, per: day}}\n"
+    )
+    env = sandbox.env(AGENT_GATEWAY_TOKENS_FILE=str(tokens))
+    body = {"prompt": "check", "cwd": str(sandbox.cwd), "allowed_tools": ["Bash(echo:*)"]}
+
+    def spent() -> int:
+        shown = gateway_cli(sandbox, "spend", "--json", "--redis-url", redis.url,
+                            "--tokens-file", str(tokens))
+        (row,) = [json.loads(line) for line in shown.stdout.splitlines()]
+        assert row["held_nanos"] == 0
+        return int(row["spent_nanos"])
+
+    with ServeProcess([str(policy)], upstream.url, env, log=sandbox.home / "serve.log",
+                      args=["--redis-url", redis.url]) as gateway:
+        status, lines = post_ndjson(gateway.url, "tok-a", "/v1/runs", body)
+        assert status == 200 and lines[-1]["exit_code"] == 0, lines[-3:]
+        assert spent() == nanos(BIG) + nanos(SMALL)  # $0.40648 of $0.50
+        # $0.09352 left: the run is capped there and Claude Code stops it after one call
+        status, lines = post_ndjson(gateway.url, "tok-a", "/v1/runs", body)
+        result = next(m for m in lines if m.get("type") == "result")
+        assert status == 200 and result["subtype"] == "error_max_budget_usd", lines[-3:]
+        assert spent() == 2 * nanos(BIG) + nanos(SMALL)
+        sent = len(upstream.requests)
+        status, lines = post_ndjson(gateway.url, "tok-a", "/v1/runs", body)
+        assert status == 402
+        assert lines[0]["error"].startswith("agent-gateway: team team-a is over its budget")
+        assert len(upstream.requests) == sent
