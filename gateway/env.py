@@ -141,3 +141,16 @@ def snapshot() -> dict[str, str]:
 def cache_secret_path() -> Path:
     """The per-home key that authenticates compiled-policy cache entries."""
     return gateway_home() / "cache.key"
+
+
+REDIS_URL_ENV = "AGENT_GATEWAY_REDIS_URL"
+
+
+def redis_url() -> str | None:
+    """AGENT_GATEWAY_REDIS_URL: the Redis the replicas share (session owners, team budgets)."""
+    return os.environ.get(REDIS_URL_ENV, "").strip() or None
+
+
+def metrics_token() -> str:
+    """AGENT_GATEWAY_METRICS_TOKEN: what a scraper sends for GET /metrics (auth on)."""
+    return os.environ.get("AGENT_GATEWAY_METRICS_TOKEN", "").strip()

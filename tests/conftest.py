@@ -8,6 +8,7 @@ import pytest
 
 from gateway.testing import ScriptedServer
 from tests.e2e.harness import Sandbox
+from tests.redis_server import RedisServer
 
 
 @pytest.fixture
@@ -32,6 +33,13 @@ def scripted(sandbox: Sandbox) -> Iterator[Callable[[dict[str, Any]], ScriptedSe
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A private redis-server on a free loopback port (`.ci/run` installs it when missing)."""
+    with RedisServer(tmp_path) as server:
+        yield server.url
 
 
 @pytest.fixture(autouse=True)

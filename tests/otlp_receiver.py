@@ -15,6 +15,10 @@ absent), start_ns, end_ns, kind (SPAN_KIND_* name), status {code: STATUS_CODE_* 
 message}, attributes (plain Python values; arrays as lists), resource (attributes), scope.
 Each log dict: event_name, body, severity_text, time_ns, trace_id / span_id (hex, "" when
 absent), attributes, resource, scope.
+Each metric point dict (from /v1/metrics): name, unit, type (sum, gauge, histogram),
+attributes, value (sums and gauges), count / sum / bucket_counts (histograms), time_ns,
+resource, scope. `receiver.latest_points()` keeps the last point of each series (cumulative
+temporality: the total so far).
 """
 
 from __future__ import annotations
@@ -35,6 +39,10 @@ from google.protobuf.json_format import MessageToDict
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceRequest,
     ExportLogsServiceResponse,
+)
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -120,6 +128,38 @@ def decode_logs(body: bytes) -> tuple[Logs, dict[str, Any]]:
     return logs, otlp_json(request)
 
 
+Points = list[dict[str, Any]]
+
+
+def decode_metrics(body: bytes) -> Points:
+    """Every data point of one ExportMetricsServiceRequest as a plain dict."""
+    request = ExportMetricsServiceRequest()
+    request.ParseFromString(body)
+    points: Points = []
+    for resource_metrics in request.resource_metrics:
+        resource = attributes(resource_metrics.resource.attributes)
+        for scope_metrics in resource_metrics.scope_metrics:
+            for metric in scope_metrics.metrics:
+                kind = metric.WhichOneof("data")
+                for point in getattr(metric, kind).data_points:
+                    entry: dict[str, Any] = {
+                        "name": metric.name,
+                        "unit": metric.unit,
+                        "type": kind,
+                        "attributes": attributes(point.attributes),
+                        "time_ns": point.time_unix_nano,
+                        "resource": resource,
+                        "scope": scope_metrics.scope.name,
+                    }
+                    if kind == "histogram":
+                        entry.update(count=point.count, sum=point.sum,
+                                     bucket_counts=list(point.bucket_counts))
+                    else:
+                        entry["value"] = getattr(point, point.WhichOneof("value"))
+                    points.append(entry)
+    return points
+
+
 def otlp_json(request: ExportLogsServiceRequest) -> dict[str, Any]:
     data = MessageToDict(request)
     for resource_logs in data.get("resourceLogs", []):
@@ -144,6 +184,7 @@ def make_app(
     collected: Spans,
     lock: threading.Lock | None = None,
     log_requests: list[bytes] | None = None,
+    points: Points | None = None,
 ) -> web.Application:
     """An aiohttp app that appends decoded spans to `collected` and log export requests (as
     received, decoded only when read: decoding costs a benchmark's machine CPU) to
@@ -177,8 +218,23 @@ def make_app(
             content_type="application/x-protobuf",
         )
 
+    async def metrics(request: web.Request) -> web.Response:
+        body = _decoded(await request.read(), request.headers)
+        try:
+            decoded = decode_metrics(body)
+        except Exception as error:
+            return web.Response(status=400, text=str(error))
+        with guard:
+            if points is not None:
+                points.extend(decoded)
+        return web.Response(
+            body=ExportMetricsServiceResponse().SerializeToString(),
+            content_type="application/x-protobuf",
+        )
+
     app = web.Application()
     app.router.add_post("/v1/traces", traces)
+    app.router.add_post("/v1/metrics", metrics)
     app.router.add_post("/v1/logs", log_export)
     return app
 
@@ -192,6 +248,7 @@ class OtlpReceiver:
         self._log_requests: list[bytes] = []
         self._logs: Logs = []
         self._log_lines: list[str] = []
+        self._points: Points = []
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -219,6 +276,21 @@ class OtlpReceiver:
             self._decode_new_logs()
             return list(self._logs)
 
+    @property
+    def points(self) -> Points:
+        with self._lock:
+            return list(self._points)
+
+    def latest_points(self) -> Points:
+        """The last point received of each series (name, attributes and resource)."""
+        latest: dict[str, dict[str, Any]] = {}
+        for point in self.points:
+            key = json.dumps([point["name"], point["attributes"], point["resource"]],
+                             sort_keys=True)
+            if key not in latest or point["time_ns"] >= latest[key]["time_ns"]:
+                latest[key] = point
+        return list(latest.values())
+
     def write_log_lines(self, path: Path) -> Path:
         """The log requests received, as OTLP JSON lines (the Collector's file exporter)."""
         with self._lock:
@@ -238,6 +310,7 @@ class OtlpReceiver:
             self._log_requests.clear()
             self._logs.clear()
             self._log_lines.clear()
+            self._points.clear()
 
     def wait_for_logs(self, predicate: Callable[[Logs], bool], timeout: float = 10.0) -> Logs:
         """The log records once `predicate(logs)` holds; raises TimeoutError with what came."""
@@ -296,7 +369,7 @@ class OtlpReceiver:
             loop.close()
 
     async def _startup(self) -> None:
-        app = make_app(self._spans, self._lock, self._log_requests)
+        app = make_app(self._spans, self._lock, self._log_requests, self._points)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self._port)

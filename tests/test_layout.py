@@ -1,6 +1,6 @@
 """The package's layout holds: the cores never import the shell, and nothing imports the CLI.
 
-Cores (policy, hookio, audit, archive, telemetry, integrity and the shared leaf modules) are
+Cores (policy, hookio, audit, archive, telemetry, integrity, budgets and the shared leaves) are
 pure functions over plain values plus their own stores; `hooks`, `sdk`, `server` and `cli` are
 the shell around them. Checked on the source, statically, so a lazy import counts too.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gateway"
-CORES = ("policy", "hookio", "audit", "archive", "telemetry", "integrity")
+CORES = ("policy", "hookio", "audit", "archive", "telemetry", "integrity", "budgets")
 LEAVES = ("errors.py", "types.py", "hashchain.py", "env.py")
 SHELL = ("gateway.hooks", "gateway.sdk", "gateway.server", "gateway.cli")
 

@@ -20,13 +20,14 @@ from gateway.cli import (
     scripted_api,
     serve,
     settings,
+    spend,
     trace,
 )
 from gateway.cli.parser import Parser
 
 COMMANDS: dict[str, ModuleType] = {
     "run": run, "demo": demo, "hook": hook, "policy": policy, "audit": audit,
-    "archive": archive, "serve": serve, "settings": settings, "trace": trace,
+    "archive": archive, "serve": serve, "settings": settings, "spend": spend, "trace": trace,
     "scripted-api": scripted_api,
 }
 

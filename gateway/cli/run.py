@@ -234,8 +234,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     import asyncio
 
-    from gateway.env import policy_paths_from_env
+    from gateway.env import policy_paths_from_env, tokens_files
     from gateway.errors import GatewayError
+    from gateway.sdk.account import RunAccount
+    from gateway.sdk.budget import RunBudget, run_team
     from gateway.sdk.run import execute
 
     request = request_from_args(args)
@@ -245,7 +247,10 @@ def run(args: argparse.Namespace) -> int:
         print("agent-gateway run: no policy: every tool call is left to Claude Code and none is "
               "audited; --policy FILE (or AGENT_GATEWAY_POLICY) enforces one", file=sys.stderr)
     try:
-        return asyncio.run(execute(request, sys.stdout, sys.stderr))
+        budget = RunBudget.from_env()
+        team = budget.team if budget else run_team(next(iter(tokens_files()), None))[0]
+        account = RunAccount(team=team, budget=budget)
+        return asyncio.run(execute(request, sys.stdout, sys.stderr, None, account))
     except GatewayError as exc:
         print(f"agent-gateway run: error: {exc}", file=sys.stderr)
         return exc.exit_code

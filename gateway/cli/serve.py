@@ -12,13 +12,20 @@ import ipaddress
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gateway.cli.parser import Subcommands
 from gateway.env import TOKEN_ENV, TOKENS_FILE_ENV, gateway_token
 from gateway.env import tokens_file as env_tokens_file
 from gateway.errors import GatewayError, one_line
+
+if TYPE_CHECKING:
+    from gateway.budgets.limits import Limit
+    from gateway.server.budget_gate import BudgetGate
+    from gateway.telemetry.metrics import GatewayMetrics
+    from gateway.telemetry.pricing import PriceTable
 
 DRAIN_SECONDS = 30.0
 
@@ -33,6 +40,9 @@ class ServeArgs:
     runs_roots: Sequence[str] = field(default_factory=tuple)
     decision_budget_s: float = 2.0
     redis_url: str | None = None
+    budget_fail_open: bool = False
+    redis_timeout_s: float = 2.0
+    reserve_output_tokens: int = 4096
 
 
 def is_loopback(host: str) -> bool:
@@ -60,6 +70,12 @@ def serve_command(args: ServeArgs) -> int:
     if not args.decision_budget_s > 0:
         print(f"{prog}: error: --decision-budget must be a positive number", file=sys.stderr)
         return 2
+    if not args.redis_timeout_s > 0:
+        print(f"{prog}: error: --redis-timeout must be a positive number", file=sys.stderr)
+        return 2
+    if args.reserve_output_tokens < 1:
+        print(f"{prog}: error: --reserve-output-tokens must be at least 1", file=sys.stderr)
+        return 2
     for root in args.runs_roots:
         if not os.path.isdir(root):
             print(f"{prog}: error: --runs-root {root} is not a directory", file=sys.stderr)
@@ -79,36 +95,43 @@ def serve_command(args: ServeArgs) -> int:
 def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     from aiohttp import web
 
-    from gateway.env import gateway_home
+    from gateway.env import gateway_home, metrics_token, otel_env, redis_url
     from gateway.hooks.trail import audit_export_from_env
     from gateway.integrity.keys import keys_from_env
     from gateway.server.app import ServeConfig, create_app
     from gateway.server.auth import load_tokens
+    from gateway.server.exchange_metrics import both, exchange_metrics
     from gateway.server.owners import LocalSessionOwners, RedisSessionOwners, SessionOwners
     from gateway.server.service import GatewayService
     from gateway.server.tracing import ServerTracer
     from gateway.telemetry import load_price_table, span_sink_from_env
+    from gateway.telemetry.metrics import metric_settings, open_metrics
 
     keys_from_env()  # a bad key file stops the service now, not at its first decision
     tokens = load_tokens(token, tokens_file)
+    shared_redis = args.redis_url or redis_url()
     config = ServeConfig(
         policy_paths=list(args.policy),
         host=args.host,
         port=args.port,
         upstream=args.upstream,
         tokens=tokens,
+        metrics_token=metrics_token(),
     )
+    prices = load_price_table()
+    metrics = open_metrics(metric_settings(otel_env()), known_models=prices.models)
     sink = span_sink_from_env()
-    tracer = ServerTracer(sink, load_price_table())
+    tracer = ServerTracer(sink, prices)
     # With authentication on, sessions belong to tenants. Replicas must share the owners:
     # through Redis, or through AGENT_GATEWAY_HOME when they all run on one host.
     owners: SessionOwners | None = None
     if tokens.enabled:
         owners = (
-            RedisSessionOwners(args.redis_url)
-            if args.redis_url
+            RedisSessionOwners(shared_redis, timeout_s=args.redis_timeout_s)
+            if shared_redis
             else LocalSessionOwners(gateway_home() / "sessions")
         )
+    gate = _budget_gate(args, tokens.budgets(), shared_redis, prices, metrics)
     export = audit_export_from_env()
     service = GatewayService(
         config.policy_paths,
@@ -117,11 +140,14 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
         runs_roots=[os.path.abspath(r) for r in args.runs_roots],
         decision_budget_s=args.decision_budget_s,
         audit_export=export,
+        gate=gate,
+        metrics=metrics,
     )
-    app = create_app(config, service, tracer.on_exchange)
+    app = create_app(config, service, both(tracer.on_exchange, exchange_metrics(metrics, prices)))
 
     async def flush(_app: web.Application) -> None:
         sink.shutdown()
+        metrics.shutdown()
         if export is not None:
             export.shutdown()
 
@@ -133,6 +159,21 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
         file=sys.stderr,
         flush=True,
     )
+    if gate is not None:
+        where = (
+            f"counted in {gate.ledger.location}, shared by every replica"
+            if gate.ledger.shared
+            else "counted in this process: budgets are per replica (--redis-url shares them)"
+        )
+        failure = "fail_open" if args.budget_fail_open else "fail_closed"
+        print(
+            f"agent-gateway serve: team budgets for {', '.join(sorted(gate.budgets))}, {where}"
+            f"{'; if the store is down: ' + failure if gate.ledger.shared else ''}",
+            file=sys.stderr,
+            flush=True,
+        )
+    if metrics.registry is not None:
+        print("agent-gateway serve: Prometheus metrics at GET /metrics", file=sys.stderr)
     web.run_app(
         app,
         host=args.host,
@@ -143,6 +184,34 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
         handle_signals=True,
     )
     return 0
+
+
+def _budget_gate(
+    args: ServeArgs,
+    budgets: Mapping[str, tuple[Limit, ...]],
+    shared_redis: str | None,
+    prices: PriceTable,
+    metrics: GatewayMetrics,
+) -> BudgetGate | None:
+    if not budgets:
+        return None
+    from gateway.budgets.ledger import Ledger, MemoryLedger
+    from gateway.budgets.redis_ledger import RedisLedger
+    from gateway.server.budget_gate import BudgetGate
+
+    ledger: Ledger = (
+        RedisLedger(shared_redis, timeout_s=args.redis_timeout_s)
+        if shared_redis
+        else MemoryLedger()
+    )
+    return BudgetGate(
+        ledger,
+        prices,
+        budgets,
+        fail_open=args.budget_fail_open,
+        reserve_output_tokens=args.reserve_output_tokens,
+        metrics=metrics,
+    )
 
 
 def add_parser(sub: Subcommands) -> None:
@@ -182,8 +251,35 @@ def add_parser(sub: Subcommands) -> None:
     serve.add_argument(
         "--redis-url",
         metavar="URL",
-        help="Redis the replicas share (redis://host:6379/0): which tenant owns each session. "
-        "Without it, replicas share AGENT_GATEWAY_HOME/sessions, which works on one host only",
+        help="Redis the replicas share (redis://host:6379/0; default $AGENT_GATEWAY_REDIS_URL): "
+        "which tenant owns each session, and the team budget counters. Without it, replicas "
+        "share AGENT_GATEWAY_HOME/sessions, which works on one host only, and each replica "
+        "counts budgets on its own",
+    )
+    serve.add_argument(
+        "--redis-timeout",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how long a Redis command may take before the store counts as unreachable "
+        "(default 2; a command that times out is retried once)",
+    )
+    serve.add_argument(
+        "--budget-failure",
+        choices=("fail_closed", "fail_open"),
+        default="fail_closed",
+        help="when the budget store (Redis) does not answer: refuse the model calls of teams "
+        "with a budget (fail_closed, the default), or forward them unchecked and count them "
+        "once it is back, with a log line and the agent_gateway.budget.unenforced metric",
+    )
+    serve.add_argument(
+        "--reserve-output-tokens",
+        type=int,
+        default=4096,
+        metavar="N",
+        help="output tokens reserved per model call against its team's budget: "
+        "min(max_tokens, N) at the output price (default 4096); a response's output beyond "
+        "it is what a budget can be overshot by",
     )
     serve.add_argument(
         "--decision-budget",
@@ -213,5 +309,8 @@ def run(args: argparse.Namespace) -> int:
             runs_roots=args.runs_roots,
             decision_budget_s=args.decision_budget,
             redis_url=args.redis_url,
+            budget_fail_open=args.budget_failure == "fail_open",
+            reserve_output_tokens=args.reserve_output_tokens,
+            redis_timeout_s=args.redis_timeout,
         )
     )

@@ -20,6 +20,7 @@ from gateway.env import hook_log_export_requested
 from gateway.errors import EXIT_BLOCK, EXIT_OK, GatewayError, one_line
 from gateway.hookio.parse import RawInput, parse_pre_compact
 from gateway.hookio.wire import PreCompactOutput
+from gateway.telemetry import metric_names as M
 from gateway.types import CompactRequest
 
 if TYPE_CHECKING:
@@ -49,6 +50,15 @@ class CompactOutcome:
     error: str = ""
     block_reason: str = ""
     """Non-empty when compaction must not proceed (require_archive and the archive failed)."""
+
+    @property
+    def outcome(self) -> str:
+        """For the compactions metric: archived, failed, blocked or off."""
+        if self.blocked:
+            return M.ARCHIVE_BLOCKED
+        if self.error:
+            return M.ARCHIVE_FAILED
+        return M.ARCHIVE_OFF if self.skipped else M.ARCHIVED
 
     @property
     def blocked(self) -> bool:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from claude_agent_sdk import HookContext, HookMatcher
 from claude_agent_sdk.types import HookCallback, HookInput, HookJSONOutput
@@ -24,6 +25,9 @@ from gateway.hooks.decision import PreToolUseAnswer, deny_output
 from gateway.hooks.engine import Engine
 from gateway.sdk.attachments import Attachments, Observer
 from gateway.types import Decision
+
+if TYPE_CHECKING:
+    from gateway.telemetry.metrics import GatewayMetrics
 
 log = logging.getLogger("gateway.sdk.callbacks")
 
@@ -38,38 +42,73 @@ class HookTracer(Protocol):
     def compacted(self, archive_id: str | None, error: str | None, trigger: str | None) -> None: ...
 
 
-def attach_hooks(attachments: Attachments, engine: Engine, tracer: HookTracer) -> None:
+class HookCounts:
+    """The run's metrics of its own hook events (decisions, compactions, hook durations)."""
+
+    def __init__(self, metrics: GatewayMetrics | None = None, team: str = "") -> None:
+        self.metrics = metrics
+        self.team = team
+
+    def decided(self, tool_name: str, decision: Decision, started: float) -> None:
+        if self.metrics is not None:
+            self.metrics.decision(decision, tool_name, self.team)
+            self.metrics.hook("PreToolUse", time.perf_counter() - started)
+
+    def compacted(self, trigger: str, outcome: str, started: float) -> None:
+        if self.metrics is not None:
+            self.metrics.compaction(trigger, outcome, self.team)
+            self.metrics.hook("PreCompact", time.perf_counter() - started)
+
+
+def attach_hooks(
+    attachments: Attachments, engine: Engine, tracer: HookTracer, counts: HookCounts | None = None
+) -> None:
     # No PostToolUse callback: the tool_result in the stream ends the tool span, and every
     # callback costs a control-protocol round trip per tool call.
-    pre_tool_use = pre_tool_use_callback(engine, tracer, attachments.observers)
-    pre_compact = pre_compact_callback(engine, tracer, attachments.observers)
+    counts = counts or HookCounts()
+    pre_tool_use = pre_tool_use_callback(engine, tracer, attachments.observers, counts)
+    pre_compact = pre_compact_callback(engine, tracer, attachments.observers, counts)
     attachments.add_hook("PreToolUse", HookMatcher(matcher=None, hooks=[pre_tool_use]))
     attachments.add_hook("PreCompact", HookMatcher(matcher=None, hooks=[pre_compact]))
 
 
 def pre_tool_use_callback(
-    engine: Engine, tracer: HookTracer, observers: Sequence[Observer] = ()
+    engine: Engine,
+    tracer: HookTracer,
+    observers: Sequence[Observer] = (),
+    counts: HookCounts | None = None,
 ) -> HookCallback:
+    counted = counts or HookCounts()
+
     async def pre_tool_use(
         data: HookInput, tool_use_id: str | None, _ctx: HookContext
     ) -> HookJSONOutput:
+        started = time.perf_counter()
         try:
             answer = engine.pre_tool_use(dict(data))
         except Exception as exc:  # the decision path does not raise; if it ever does: deny
             log.exception("PreToolUse not answered")
             return _sdk(deny_output(f"agent-gateway could not decide: {one_line(exc, typed=True)}"))
         _observe(lambda: _trace_tool(tracer, observers, data, tool_use_id, answer))
+        name = answer.call.tool_name if answer.call else str(data.get("tool_name", ""))
+        _observe(lambda: counted.decided(name, answer.decision, started))
         return _sdk(answer.output)
 
     return pre_tool_use
 
 
 def pre_compact_callback(
-    engine: Engine, tracer: HookTracer, observers: Sequence[Observer] = ()
+    engine: Engine,
+    tracer: HookTracer,
+    observers: Sequence[Observer] = (),
+    counts: HookCounts | None = None,
 ) -> HookCallback:
+    counted = counts or HookCounts()
+
     async def pre_compact(
         data: HookInput, _tool_use_id: str | None, _ctx: HookContext
     ) -> HookJSONOutput:
+        started = time.perf_counter()
         try:
             # Archiving waits for the transcript to settle: keep the event loop free meanwhile.
             answer = await asyncio.to_thread(engine.pre_compact, dict(data))
@@ -83,6 +122,8 @@ def pre_compact_callback(
             reason = f"agent-gateway: compaction blocked: {one_line(exc, typed=True)}"
             return _sdk({"decision": "block", "reason": reason, "systemMessage": reason})
         _observe(lambda: _trace_compaction(tracer, observers, data, answer))
+        trigger = str(data.get("trigger") or "")
+        _observe(lambda: counted.compacted(trigger, answer.outcome.outcome, started))
         return _sdk(output)
 
     return pre_compact

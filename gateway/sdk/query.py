@@ -74,18 +74,28 @@ async def query(
     files, else AGENT_GATEWAY_POLICY), the pre-compaction archive and tracing (OTEL_*).
     Passing `attachments` replaces that with exactly what they hold. Partial-stream events
     reach the caller only when `options.include_partial_messages` asked for them; the
-    gateway always requests them for its own taps.
+    gateway always requests them for its own taps. A team budget applies as to
+    `agent-gateway run` (AGENT_GATEWAY_TOKENS_FILE and AGENT_GATEWAY_TOKEN): used up, the
+    run does not start (BudgetRefused); else it is capped and charged.
     """
     options = options or ClaudeAgentOptions()
     forward_partial = options.include_partial_messages
     attached = attachments
+    budget = None
     if attached is None:
+        from gateway.sdk.account import RunAccount
+        from gateway.sdk.budget import RunBudget, admit
         from gateway.sdk.wiring import attach_gateway
 
         attached = Attachments()
         paths = list(policy) if policy is not None else policy_paths_from_env()
         text = prompt if isinstance(prompt, str) else None
-        options = attach_gateway(text, options, paths, attached, sys.stderr)
+        budget = RunBudget.from_env()
+        account = None
+        if budget is not None:
+            options = await admit(budget, options, sys.stderr)
+            account = RunAccount(team=budget.team, budget=budget, check_first=False)
+        options = attach_gateway(text, options, paths, attached, sys.stderr, account)
     composed = compose_options(options, attached)
     inner = transport or SubprocessCLITransport(prompt=prompt, options=composed)
     try:
@@ -97,3 +107,5 @@ async def query(
             yield message
     finally:
         attached.close()
+        if budget is not None:
+            await budget.charge()

@@ -3,6 +3,7 @@ status out (`agent-gateway run`, remote runs, the demo)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import TextIO
@@ -11,7 +12,9 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKError
 
 from gateway.env import anthropic_base_url
 from gateway.errors import EXIT_FAILED, EXIT_OK, one_line
+from gateway.sdk.account import RunAccount
 from gateway.sdk.attachments import Attachments, MessageTap
+from gateway.sdk.budget import BudgetRefused, admit
 from gateway.sdk.output import ResultTracker, StreamJsonPrinter, result_failure
 from gateway.sdk.progress import Progress
 from gateway.sdk.query import query
@@ -30,9 +33,39 @@ class RunRequest:
 
 
 async def execute(
-    request: RunRequest, out: TextIO, err: TextIO, extra_taps: list[MessageTap] | None = None
+    request: RunRequest,
+    out: TextIO,
+    err: TextIO,
+    extra_taps: list[MessageTap] | None = None,
+    account: RunAccount | None = None,
 ) -> int:
-    """Run to the end of the stream, print as asked, return the exit status."""
+    """Run to the end of the stream, print as asked, return the exit status. With a team
+    budget (`account.budget`): refused before it starts when the budget is used up, capped
+    at what is left, and charged what it cost when it ends."""
+    account = account or RunAccount()
+    budget = account.budget
+    if budget is None:
+        return await _execute(request, out, err, extra_taps, account)
+    if account.check_first:
+        try:
+            options = await admit(budget, request.options, err)
+        except BudgetRefused as exc:
+            print(f"agent-gateway run: {exc}", file=err)
+            return exc.exit_code
+        request = dataclasses.replace(request, options=options)
+    try:
+        return await _execute(request, out, err, extra_taps, account)
+    finally:
+        await budget.charge()
+
+
+async def _execute(
+    request: RunRequest,
+    out: TextIO,
+    err: TextIO,
+    extra_taps: list[MessageTap] | None,
+    account: RunAccount,
+) -> int:
     from gateway.sdk.wiring import attach_gateway
 
     tracker = ResultTracker()
@@ -44,7 +77,7 @@ async def execute(
         attachments.taps.append(progress)
         attachments.observers.append(progress)
     options = attach_gateway(
-        request.prompt, request.options, request.policy_paths, attachments, err
+        request.prompt, request.options, request.policy_paths, attachments, err, account
     )
     try:
         async for _ in query(prompt=request.prompt, options=options, attachments=attachments):

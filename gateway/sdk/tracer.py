@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from gateway.env import gateway_home, otel_env, trace_context
-from gateway.telemetry import ContentPolicy, SpanRef, TraceBuilder, traceparent_for
+from gateway.telemetry import ContentPolicy, SpanRef, SpanSpec, TraceBuilder, traceparent_for
 from gateway.telemetry.export import SpanSink, export_settings, install_exit_flush, open_span_sink
 from gateway.telemetry.model import AttributeValue
 from gateway.telemetry.subagents import (
@@ -38,6 +39,16 @@ class RunTracer:
         )
         self._transcript_path = ""
         self._closed = False
+        self.observers: list[Callable[[Sequence[SpanSpec]], None]] = []
+        """Called with every batch of finished spans (metrics, the run's budget charge)."""
+
+    def _export(self, specs: Sequence[SpanSpec]) -> None:
+        for observe in self.observers:
+            try:
+                observe(specs)
+            except Exception:  # an observer never breaks the run's tracing
+                log.exception("span observer failed")
+        self._sink.export(specs)
 
     def tool_ref(self, session_id: str, tool_use_id: str) -> SpanRef | None:
         """The span a tool call gets in this run's trace (for its audit log record)."""
@@ -56,10 +67,10 @@ class RunTracer:
         self._builder.annotate_root(attrs)
 
     def tap(self, message: dict[str, Any]) -> None:
-        self._sink.export(self._builder.feed(message, time.time_ns()))
+        self._export(self._builder.feed(message, time.time_ns()))
 
     def pre_tool_use(self, tool_use_id: str, tool_name: str, decision: Decision | None) -> None:
-        self._sink.export(
+        self._export(
             self._builder.on_pre_tool_use(tool_use_id, tool_name, decision, time.time_ns())
         )
 
@@ -69,7 +80,7 @@ class RunTracer:
             self._transcript_path = str(path)
 
     def compacted(self, archive_id: str | None, error: str | None, trigger: str | None) -> None:
-        self._sink.export(
+        self._export(
             self._builder.on_compact_archived(archive_id, error, time.time_ns(), trigger=trigger)
         )
 
@@ -79,8 +90,8 @@ class RunTracer:
         self._closed = True
         final = read_subagent_usage(self._transcript_path)
         if final:
-            self._sink.export(self._builder.complete_from_transcripts(final))
-        self._sink.export(self._builder.finish(time.time_ns()))
+            self._export(self._builder.complete_from_transcripts(final))
+        self._export(self._builder.finish(time.time_ns()))
         self._sink.shutdown()
         self._uninstall()
 

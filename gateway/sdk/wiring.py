@@ -14,10 +14,12 @@ from gateway.hooks.engine import Engine
 from gateway.hooks.trail import audit_export_from_env
 from gateway.integrity.keys import keys_from_env
 from gateway.policy import Limits
+from gateway.sdk.account import RunAccount, chat_metrics, run_metrics
 from gateway.sdk.attachments import Attachments
-from gateway.sdk.callbacks import attach_hooks
+from gateway.sdk.callbacks import HookCounts, attach_hooks
 from gateway.sdk.tracer import RunTracer
 from gateway.telemetry import attributes as A
+from gateway.telemetry.pricing import load_price_table
 
 
 def attach_gateway(
@@ -26,8 +28,10 @@ def attach_gateway(
     policy_paths: Sequence[str],
     attachments: Attachments,
     err: TextIO,
+    account: RunAccount | None = None,
 ) -> ClaudeAgentOptions:
     """Add the gateway's hooks and taps to `attachments`; return the options to run with."""
+    account = account or RunAccount()
     keys_from_env()  # a bad key file stops the run now, not at its first tool call
     export = audit_export_from_env()
     engine = Engine(policy_paths, audit_export=export)
@@ -41,7 +45,18 @@ def attach_gateway(
         attachments.on_close.append(export.shutdown)
     attachments.taps.append(tracer.tap)
     attachments.on_close.append(tracer.close)
-    attach_hooks(attachments, engine, tracer)
+    metrics = account.metrics or run_metrics(err)
+    if account.metrics is None:
+        attachments.on_close.append(metrics.shutdown)  # after tracer.close: the last chats
+    if metrics.enabled:
+        tracer.observers.append(chat_metrics(metrics, account.team, load_price_table()))
+        if account.metrics is None:
+            metrics.observe_reload_errors(lambda: 1 if engine.reload_error else 0)
+    if account.budget is not None:
+        tracer.observers.append(account.budget.observe)
+        if account.metrics is None:
+            metrics.observe_budgets(account.budget.rows)
+    attach_hooks(attachments, engine, tracer, HookCounts(metrics, account.team))
     return dataclasses.replace(options, env={**options.env, **tracer.child_env()})
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,17 +14,31 @@ from aiohttp import web
 
 from gateway.errors import one_line
 from gateway.hookio.events import is_hook_event, spelled_like
-from gateway.server.auth import TokenTable, auth_middleware, caller_of
+from gateway.server.auth import (
+    METRICS_AUTH_FAILURE,
+    TokenTable,
+    auth_middleware,
+    caller_of,
+    scraper_allowed,
+)
 from gateway.server.bodies import BodyError, JSONBody, parse_object, read_limited
+from gateway.server.budget_gate import REFUSAL_STATUS, REFUSAL_TYPE, Refusal
 from gateway.server.proxy import SESSION_HEADER, ExchangeSink, Proxy, anthropic_error
 from gateway.server.runs import RunRefused
-from gateway.server.service import GatewayService, bad_request, cannot_answer
+from gateway.server.service import (
+    BUDGET_RULE,
+    MODEL_REQUEST,
+    GatewayService,
+    bad_request,
+    cannot_answer,
+)
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 MAX_HOOK_BODY = 1024 * 1024
 MAX_MESSAGES_BODY = 64 * 1024 * 1024
 PARSE_INLINE = 64 * 1024
 """Bodies up to this size are decoded and parsed on the loop; larger ones in a thread."""
+PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 log = logging.getLogger("gateway.server")
 
 
@@ -34,6 +49,9 @@ class ServeConfig:
     port: int = 8787
     upstream: str = DEFAULT_UPSTREAM
     tokens: TokenTable = field(default_factory=lambda: TokenTable({}))
+    metrics_token: str = ""
+    """With authentication on, GET /metrics needs this token (a scraper's, not a tenant's:
+    the series name every team's spend)."""
 
 
 SERVICE: web.AppKey[GatewayService] = web.AppKey("service", GatewayService)
@@ -59,6 +77,8 @@ def create_app(
     app.router.add_post("/v1/runs", _runs)
     app.router.add_post("/v1/messages", _messages)
     app.router.add_post("/v1/messages/count_tokens", _messages)
+    if service.metrics.registry is not None:
+        app.router.add_get("/metrics", _metrics)
     app.cleanup_ctx.append(_service_ctx)
     app.cleanup_ctx.append(_proxy_ctx(config, sink))
     app.on_startup.append(_freeze_startup_heap)
@@ -96,11 +116,34 @@ def _proxy_ctx(config: ServeConfig, sink: ExchangeSink | None) -> Any:
 
 async def _messages(request: web.Request) -> web.StreamResponse:
     caller = caller_of(request)
+    service = request.app[SERVICE]
     session_id = request.headers.get(SESSION_HEADER, "")
-    refusal = await request.app[SERVICE].model_request_refusal(session_id, caller)
+    refusal = await service.model_request_refusal(session_id, caller)
     if refusal:
         return anthropic_error(403, "permission_error", f"agent-gateway refused: {refusal}")
-    return await request.app[PROXY].handle(request)
+    hold = None
+    if service.gate is not None and request.path == "/v1/messages":
+        body = await request.read()  # kept by aiohttp: the proxy forwards these bytes
+        compressed = bool(request.headers.get("Content-Encoding"))
+        outcome = await service.gate.reserve(caller, body, compressed=compressed)
+        if isinstance(outcome, Refusal):
+            await service.audit_refusal(
+                MODEL_REQUEST, {"session_id": session_id}, caller, outcome.message,
+                rule_id=BUDGET_RULE,
+            )
+            return anthropic_error(REFUSAL_STATUS, REFUSAL_TYPE, outcome.message)
+        hold = outcome
+    return await request.app[PROXY].handle(request, hold)
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    config = request.app[CONFIG]
+    if config.tokens.enabled and not scraper_allowed(request, config.metrics_token):
+        return web.json_response({"error": METRICS_AUTH_FAILURE}, status=401,
+                                 headers={"WWW-Authenticate": "Bearer"})
+    service = request.app[SERVICE]
+    text = await service.offload(service.metrics.prometheus_text)
+    return web.Response(body=text, headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
 
 
 async def _healthz(_request: web.Request) -> web.Response:
@@ -114,6 +157,7 @@ async def _readyz(request: web.Request) -> web.Response:
 
 
 async def _hook(request: web.Request) -> web.Response:
+    started = time.perf_counter()
     event = request.match_info["event"]
     if not is_hook_event(event):
         meant = spelled_like(event)
@@ -128,12 +172,15 @@ async def _hook(request: web.Request) -> web.Response:
     except BodyError as exc:
         reply = bad_request(event, exc.status, str(exc))
         return web.json_response(reply.body, status=reply.status)
+    service = request.app[SERVICE]
     try:
-        reply = await request.app[SERVICE].hook(event, body, raw, caller_of(request))
+        reply = await service.hook(event, body, raw, caller_of(request))
     except Exception as exc:  # fail closed: a deny (or block) and a 500, never a bare error
         log.exception("hook %s not answered", event)
         reply = cannot_answer(event, exc)
-    return web.json_response(reply.body, status=reply.status)
+    response = web.json_response(reply.body, status=reply.status)
+    service.metrics.hook(event, time.perf_counter() - started)
+    return response
 
 
 async def _read_json(request: web.Request, limit: int) -> JSONBody:

@@ -19,10 +19,12 @@ import yaml
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from gateway.budgets.limits import Limit, parse_budget
 from gateway.env import TOKEN_ENV, variable
 from gateway.errors import ConfigError, one_line
 
-OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+"""/metrics checks its own token (scraper_allowed): tenants' tokens do not open it."""
 TOKEN_HEADER = "X-Agent-Gateway-Token"
 """The gateway token where `Authorization` carries the upstream's credential (the proxy):
 Claude Code sends it with ANTHROPIC_CUSTOM_HEADERS="X-Agent-Gateway-Token: TOKEN"."""
@@ -38,7 +40,13 @@ HOOK_AUTH_FAILURE = (
     f"agent-gateway: missing or invalid gateway token (Authorization: Bearer ${TOKEN_ENV})"
 )
 
-ENTRY_KEYS = frozenset({"token", "token_env", "name", "policies", "runs_roots"})
+METRICS_TOKEN_ENV = "AGENT_GATEWAY_METRICS_TOKEN"
+METRICS_AUTH_FAILURE = (
+    f"agent-gateway: GET /metrics needs 'Authorization: Bearer ${METRICS_TOKEN_ENV}' "
+    "(the scraper's token, set on serve; a tenant's token does not open it)"
+)
+
+ENTRY_KEYS = frozenset({"token", "token_env", "name", "policies", "runs_roots", "budget"})
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,8 @@ class Caller:
     extra_policies: tuple[str, ...] = ()
     runs_roots: tuple[str, ...] | None = None
     """Directories this caller's remote runs may use; None: the server's --runs-root."""
+    budget: tuple[Limit, ...] = ()
+    """The team's spend limits (tokens file `budget:`); () means no budget."""
 
 
 _REQUEST_CALLER: web.RequestKey[Caller] = web.RequestKey("agent_gateway.caller", Caller)
@@ -66,6 +76,10 @@ class TokenTable:
     @property
     def enabled(self) -> bool:
         return bool(self.callers)
+
+    def budgets(self) -> dict[str, tuple[Limit, ...]]:
+        """Each team with a budget, and its limits (one team may hold several tokens)."""
+        return {c.name: c.budget for c in self.callers.values() if c.budget}
 
     def lookup(self, token: str) -> Caller | None:
         # Compare against every token in constant time so timing reveals nothing.
@@ -85,6 +99,7 @@ def load_tokens(token: str | None, tokens_file: str | None) -> TokenTable:
         name: team-a            # the tenant: sessions belong to it
         policies: [policies/team-a.yaml]
         runs_roots: [/srv/runs/team-a]   # where its remote runs may work (else --runs-root)
+        budget: {usd: 50, per: day}      # the team's spend (day|week|month, UTC), see limits.py
     ```
     """
     callers: dict[str, Caller] = {}
@@ -98,7 +113,14 @@ def load_tokens(token: str | None, tokens_file: str | None) -> TokenTable:
     return TokenTable(callers)
 
 
-def _read_tokens_file(path: Path) -> dict[str, Caller]:
+def read_budgets(tokens_file: str) -> dict[str, tuple[Limit, ...]]:
+    """Each team's budget in a tokens file, validated like `serve` does, without needing the
+    tokens themselves (`agent-gateway spend` may run where no token_env is set)."""
+    callers = _read_tokens_file(Path(tokens_file), secrets=False)
+    return {c.name: c.budget for c in callers.values() if c.budget}
+
+
+def _read_tokens_file(path: Path, *, secrets: bool = True) -> dict[str, Caller]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
@@ -110,22 +132,30 @@ def _read_tokens_file(path: Path) -> dict[str, Caller]:
         raise ConfigError(f"{path}: expected a 'tokens:' list")
     callers: dict[str, Caller] = {}
     for n, entry in enumerate(entries):
-        secret, caller = _entry(path, n, entry)
+        secret, caller = _entry(path, n, entry, secrets)
         if secret in callers:
             raise ConfigError(f"{path}: tokens[{n}] repeats a token listed before it")
         callers[secret] = caller
+    by_team: dict[str, tuple[Limit, ...]] = {}
+    for caller in callers.values():
+        if by_team.setdefault(caller.name, caller.budget) != caller.budget:
+            raise ConfigError(
+                f"{path}: the tokens of {caller.name} give it different budgets; "
+                "a team has one budget, so give each of its tokens the same one"
+            )
     return callers
 
 
-def _entry(path: Path, n: int, entry: Any) -> tuple[str, Caller]:
+def _entry(path: Path, n: int, entry: Any, secrets: bool) -> tuple[str, Caller]:
     where = f"{path}: tokens[{n}]"
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be a mapping")
     unknown = sorted(str(k) for k in set(entry) - ENTRY_KEYS)
     if unknown:
-        hint = " (team budgets are not supported yet)" if "budget" in unknown else ""
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}{hint}")
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
     secret = entry.get("token") or variable(str(entry.get("token_env", ""))) or ""
+    if not secrets:
+        secret = f"entry {n}"
     if not secret or not isinstance(secret, str):
         raise ConfigError(f"{where} has no token (or its token_env is unset)")
     name = entry.get("name", f"token-{n}")
@@ -135,7 +165,10 @@ def _entry(path: Path, n: int, entry: Any) -> tuple[str, Caller]:
     policies = _paths(entry.get("policies"), f"{where}.policies", base)
     roots = entry.get("runs_roots")
     runs_roots = None if roots is None else _paths(roots, f"{where}.runs_roots", base)
-    return secret, Caller(name=name, extra_policies=policies, runs_roots=runs_roots)
+    budget = () if entry.get("budget") is None else parse_budget(entry["budget"], f"{where}.budget")
+    return secret, Caller(
+        name=name, extra_policies=policies, runs_roots=runs_roots, budget=budget
+    )
 
 
 def _paths(value: Any, where: str, base: Path) -> tuple[str, ...]:
@@ -200,6 +233,12 @@ def _authenticate(table: TokenTable, request: web.Request) -> tuple[Caller | Non
         found = caller
         held.add(header)
     return found, frozenset(held)
+
+
+def scraper_allowed(request: web.Request, metrics_token: str) -> bool:
+    scheme, _, bearer = request.headers.get("Authorization", "").partition(" ")
+    given = bearer.strip() if scheme.lower() == "bearer" else ""
+    return bool(metrics_token) and hmac.compare_digest(given.encode(), metrics_token.encode())
 
 
 def gateway_token_headers(request: web.Request) -> frozenset[str]:

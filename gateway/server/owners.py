@@ -15,7 +15,13 @@ import tempfile
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlsplit, urlunsplit
+
+from gateway.budgets.redis_ledger import (
+    DEFAULT_TIMEOUT_S,
+    client_options,
+    redis_module,
+    without_password,
+)
 
 MAX_SESSION_ID = 256
 
@@ -85,33 +91,29 @@ class RedisSessionOwners:
 
     PREFIX = "agent-gateway:session-owner:"
 
-    def __init__(self, url: str, *, timeout_s: float = 2.0) -> None:
-        try:
-            import redis
-        except ImportError:
-            from gateway.errors import ConfigError
-
-            raise ConfigError(
-                "--redis-url needs the redis package: pip install 'agent-gateway[redis]'"
-            ) from None
+    def __init__(self, url: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        redis = redis_module()
         self._errors: tuple[type[Exception], ...] = (redis.RedisError,)
-        self._redis: Any = redis.Redis.from_url(
-            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
-        )
-        self.location = _without_password(url)
+        self._redis: Any = redis.Redis.from_url(url, **client_options(timeout_s))
+        self.location = without_password(url)
 
     def claim(self, session_id: str, tenant: str) -> str:
         key = self.PREFIX + session_id
-        try:
-            for _ in range(2):
+        failure: Exception | None = None
+        for _ in range(2):
+            # Retried once: a claim that timed out may have been written, and claiming again
+            # reads it back (SET NX fails, GET names the owner), so a retry is always safe.
+            try:
                 if self._redis.set(key, tenant.encode("utf-8"), nx=True):
                     return tenant
                 owner = self._redis.get(key)
                 if owner is not None:
                     return bytes(owner).decode("utf-8", "replace")
-                # deleted between the two commands: claim again
-        except self._errors as exc:
-            raise OSError(f"redis {self.location}: {exc}") from None
+                failure = None  # deleted between the two commands: claim again
+            except self._errors as exc:
+                failure = exc
+        if failure is not None:
+            raise OSError(f"redis {self.location}: {failure}")
         raise OSError(f"redis {self.location}: the owner of {session_id!r} keeps changing")
 
     def problem(self) -> str:
@@ -120,15 +122,6 @@ class RedisSessionOwners:
         except self._errors as exc:
             return f"session owner store {self.location} not writable: {exc}"
         return ""
-
-
-def _without_password(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _read_owner(path: Path) -> str | None:

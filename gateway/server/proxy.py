@@ -13,13 +13,14 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 from aiohttp import web
 
-from gateway.server.auth import gateway_token_headers
+from gateway.server.auth import caller_of, gateway_token_headers
 from gateway.server.sse import SseDecoder
+from gateway.telemetry.chat import ChatAccumulator, accumulate
 
 # Hop-by-hop headers and those aiohttp sets itself; everything else is forwarded as is.
 _DROP_REQUEST = frozenset(
@@ -62,9 +63,23 @@ class ProxiedExchange:
     body_json: dict[str, Any] | None = None
     """A non-streaming response body (small ones only), for the chat span."""
     error: str = ""
+    tenant: str = ""
+    _folded: ChatAccumulator | None = field(default=None, repr=False)
+
+    def response(self) -> ChatAccumulator:
+        """The response folded (usage, model, stop reason): once, for all who ask."""
+        if self._folded is None:
+            self._folded = accumulate(self.events, self.body_json)
+        return self._folded
 
 
 ExchangeSink = Callable[[ProxiedExchange], None]
+
+
+class Settles(Protocol):
+    """A budget hold: told once how the response ended (server/budget_gate.py)."""
+
+    def settle(self, exchange: ProxiedExchange) -> None: ...
 
 
 @dataclass
@@ -73,7 +88,9 @@ class Proxy:
     session: aiohttp.ClientSession
     sink: ExchangeSink | None = None
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(
+        self, request: web.Request, hold: Settles | None = None
+    ) -> web.StreamResponse:
         body = await request.read()
         started = time.time_ns()
         # The gateway's own token is not the upstream's credential.
@@ -89,6 +106,7 @@ class Proxy:
             status=0,
             retry_count=_int(request.headers.get("X-Stainless-Retry-Count")),
             started_ns=started,
+            tenant=caller_of(request).name,
         )
         response: web.StreamResponse | None = None
         try:
@@ -112,9 +130,11 @@ class Proxy:
             return anthropic_error(502, "api_error", exchange.error)
         finally:
             exchange.ended_ns = time.time_ns()
+            if hold is not None:
+                hold.settle(exchange)
             if self.sink is not None and request.path == "/v1/messages":
                 # Parsed after the response, off the time-to-first-byte path.
-                exchange.request_model = _request_model(body)
+                exchange.request_model = request_model(body)
                 try:
                     self.sink(exchange)
                 except Exception:  # tracing must never break the proxied call
@@ -167,7 +187,7 @@ _LEADING_MODEL = re.compile(rb'\A\s*\{\s*"model"\s*:\s*"([^"\\]{1,256})"')
 PARSE_REQUEST_MAX = 256 * 1024
 
 
-def _request_model(body: bytes) -> str:
+def request_model(body: bytes) -> str:
     """The requested model: Claude Code writes `model` first, so the head says it; other
     bodies are parsed only when small (a long conversation would stall the loop)."""
     found = _LEADING_MODEL.match(body[:1024])

@@ -15,9 +15,12 @@ import json
 import os
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypedDict, cast
+from typing import TYPE_CHECKING, Literal, TypedDict, cast
 
 from gateway.types import JSONObject
+
+if TYPE_CHECKING:
+    from gateway.sdk.account import RunAccount
 
 _STRINGS = ("cwd", "model", "permission_mode", "effort", "resume")
 _REMOTE_PERMISSION_MODES = frozenset({"default", "acceptEdits", "plan", "dontAsk"})
@@ -154,8 +157,11 @@ class _QueueWriter(io.StringIO):
         return len(text)
 
 
-async def stream_run_lines(spec: RunSpec) -> AsyncIterator[bytes]:
-    """Run the agent on this loop; yield NDJSON bytes as messages arrive."""
+async def stream_run_lines(
+    spec: RunSpec, account: RunAccount | None = None
+) -> AsyncIterator[bytes]:
+    """Run the agent on this loop; yield NDJSON bytes as messages arrive; `account`: the
+    team, metrics and budget it counts against."""
     from claude_agent_sdk import ClaudeAgentOptions
 
     from gateway.errors import GatewayError
@@ -174,7 +180,7 @@ async def stream_run_lines(spec: RunSpec) -> AsyncIterator[bytes]:
 
     async def run() -> int:
         try:
-            return await execute(request, _QueueWriter(queue), err)
+            return await execute(request, _QueueWriter(queue), err, None, account)
         except GatewayError as exc:
             err.write(f"agent-gateway run: error: {exc}\n")
             return exc.exit_code

@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from gateway.audit.log import append_record, audit_path
 from gateway.audit.record import DecisionRecord, EventRecord, decision_record
@@ -35,6 +35,7 @@ from gateway.hooks.trail import AuditExport
 from gateway.server import audit_events as ev
 from gateway.server.auth import Caller
 from gateway.server.bodies import JSONBody, decode_object
+from gateway.server.budget_gate import BudgetGate
 from gateway.server.decided import DecidedCalls
 from gateway.server.decision_worker import (
     Decided,
@@ -56,7 +57,12 @@ from gateway.server.runs import (
 from gateway.server.tenancy import OwnerStoreError, Tenancy, valid_session_id
 from gateway.server.tracing import ServerTracer
 from gateway.server.workers import JobFailed, JobTimeout, WorkerPool
+from gateway.telemetry import metric_names as M
+from gateway.telemetry.metrics import GatewayMetrics
 from gateway.types import JSON, Decision, JSONObject
+
+if TYPE_CHECKING:
+    from gateway.sdk.account import RunAccount
 
 log = logging.getLogger("gateway.server")
 
@@ -72,6 +78,8 @@ RUNS_OFF = (
     "remote runs are off on this gateway: start it with `agent-gateway serve --runs-root DIR` "
     "(or give this token runs_roots in the tokens file)"
 )
+TENANT_RULE = "gateway.tenant"
+BUDGET_RULE = "gateway.budget"
 REMOTE_RUN = "RemoteRun"
 MODEL_REQUEST = "ModelRequest"
 """Audit event names for refusals outside the hooks: /v1/runs and the Messages API proxy."""
@@ -125,6 +133,8 @@ class GatewayService:
         decision_budget_s: float = DEFAULT_DECISION_BUDGET_S,
         workers: int | None = None,
         audit_export: AuditExport | None = None,
+        gate: BudgetGate | None = None,
+        metrics: GatewayMetrics | None = None,
     ) -> None:
         self._paths = tuple(policy_paths)
         self._tracer = tracer
@@ -139,6 +149,10 @@ class GatewayService:
         """PreToolUse decisions made here, for the tool spans of their PostToolUse."""
         self._sink_ok = sink_ok
         self._runs_roots = tuple(runs_roots)
+        self.gate = gate
+        """Team budgets (None: no caller has one)."""
+        self.metrics = metrics or GatewayMetrics()
+        self.metrics.observe_reload_errors(lambda: len(self._policy_warnings()))
         self.decision_budget_s = decision_budget_s
         self._offload = Offload()
         self.tenancy = Tenancy(owners, self._offload.io)
@@ -157,8 +171,12 @@ class GatewayService:
     async def start(self) -> None:
         await self._small.start()
         await self._large.start()
+        if self.gate is not None:
+            await self.gate.start()
 
     async def close(self) -> None:
+        if self.gate is not None:
+            await self.gate.close()
         await self._small.close()
         await self._large.close()
         self._offload.close()
@@ -203,6 +221,8 @@ class GatewayService:
             return _cannot_decide(event, 503, f"agent-gateway: {exc}")
         if refusal:
             await self.audit_refusal(event, body, caller, refusal)
+            if event == "PreToolUse":
+                self._count_decision(Decision("deny", TENANT_RULE, refusal), body, caller)
             return _cannot_decide(event, 403, f"agent-gateway refused: {refusal}")
         if event == "PreToolUse":
             return HookReply(200, await self._pre_tool_use(body, raw, caller))
@@ -239,6 +259,7 @@ class GatewayService:
             message = reply.message if isinstance(reply, WorkerError) else repr(reply)
             log.error("decision failed: %s", message)
             return await self._deny(body, caller, f"agent-gateway could not decide: {message}")
+        self._count_decision(reply.decision, body, caller)
         if self._audit_export is not None and reply.record is not None:
             self._audit_export.decision(reply.record)
         self._unloadable.pop(layers, None)
@@ -255,6 +276,7 @@ class GatewayService:
     async def _deny(self, body: JSONObject, caller: Caller, reason: str) -> PreToolUseOutput:
         """A deny the workers could not record themselves: recorded here, then answered."""
         decision = fail_closed(reason)
+        self._count_decision(decision, body, caller)
         try:
             await self._offload.io(self._append_deny, body, decision, caller)
         except Exception as exc:  # the deny stands, recorded or not
@@ -262,6 +284,10 @@ class GatewayService:
         if self._tracer is not None:
             self._traced(self._tracer.on_tool_denied, body, decision)
         return render_pre_tool_use(decision)
+
+    def _count_decision(self, decision: Decision, body: JSONObject, caller: Caller) -> None:
+        tool = body.get("tool_name")
+        self.metrics.decision(decision, tool if isinstance(tool, str) else "", caller.name)
 
     def _append_deny(self, body: JSONObject, decision: Decision, caller: Caller) -> None:
         record: DecisionRecord | EventRecord
@@ -311,6 +337,7 @@ class GatewayService:
             log.error("policy for caller %s does not load: %s", caller.name, exc)
             self._unloadable[self._layers(caller)] = one_line(exc)
             await self._record_compaction(body, caller, ev.BLOCK, reason, "")
+            self.metrics.compaction(str(body.get("trigger") or ""), M.ARCHIVE_BLOCKED, caller.name)
             return HookReply(200, {"decision": "block", "reason": " ".join(reason.split())})
         started = time.time_ns()
         answer = await self._offload.archive(engine.pre_compact, body)
@@ -323,6 +350,7 @@ class GatewayService:
                 "archiving is off" if outcome.skipped else "archived"
             )
         await self._record_compaction(body, caller, decision, reason, outcome.archive_id)
+        self.metrics.compaction(str(body.get("trigger") or ""), outcome.outcome, caller.name)
         if self._tracer is not None:
             self._traced(
                 self._tracer.on_compaction, body, started, outcome.archive_id, outcome.error
@@ -341,12 +369,18 @@ class GatewayService:
             log.error("audit log not writable: %s", exc)
 
     async def audit_refusal(
-        self, event: str, body: JSONObject, caller: Caller, reason: str, *, cwd: str | None = None
+        self,
+        event: str,
+        body: JSONObject,
+        caller: Caller,
+        reason: str,
+        *,
+        rule_id: str = TENANT_RULE,
+        cwd: str | None = None,
     ) -> None:
         decision = "deny" if event == "PreToolUse" else ev.REFUSED
         record = ev.event_record(
-            event, body, caller.name, decision=decision, reason=reason, rule_id="gateway.tenant",
-            cwd=cwd,
+            event, body, caller.name, decision=decision, reason=reason, rule_id=rule_id, cwd=cwd,
         )
         try:
             await self._offload.io(self._append, record)
@@ -364,6 +398,10 @@ class GatewayService:
             fn(*args)
         except Exception:  # tracing never changes a hook's answer
             log.exception("span for a hook event failed")
+
+    async def offload(self, fn: Any, *args: Any) -> Any:
+        """Run a short blocking job (a metrics collection) in the short-job pool."""
+        return await self._offload.io(fn, *args)
 
     async def offload_parse(self, raw: bytes, content_encoding: str, limit: int) -> JSONBody:
         """Decode and parse a large or compressed body off the loop (BodyError as is)."""
@@ -390,6 +428,21 @@ class GatewayService:
 
     def _readiness(self) -> Readiness:
         problems: list[str] = []
+        warnings = self._policy_warnings()
+        server = self._engines.get(self._paths)
+        for problem in (
+            _store_problem(server) if server is not None else "",
+            _audit_problem(self._audit_log),
+            self.tenancy.owners.problem() if self.tenancy.owners is not None else "",
+        ):
+            if problem:
+                problems.append(problem)
+        if callable(self._sink_ok) and not self._sink_ok():
+            problems.append("span export is failing")
+        return Readiness(problems, warnings)
+
+    def _policy_warnings(self) -> list[str]:
+        """Policy sets that failed to reload or do not load (also the reload_errors gauge)."""
         warnings: list[str] = []
         for layers, engine in list(self._engines.items()):
             try:
@@ -406,17 +459,7 @@ class GatewayService:
                 f"policy {', '.join(layers)} does not load, its callers' tool calls are denied: "
                 f"{error}"
             )
-        server = self._engines.get(self._paths)
-        for problem in (
-            _store_problem(server) if server is not None else "",
-            _audit_problem(self._audit_log),
-            self.tenancy.owners.problem() if self.tenancy.owners is not None else "",
-        ):
-            if problem:
-                problems.append(problem)
-        if callable(self._sink_ok) and not self._sink_ok():
-            problems.append("span export is failing")
-        return Readiness(problems, warnings)
+        return warnings
 
     # --- remote runs ------------------------------------------------------------------------
     async def prepare_run(self, body: JSONObject, caller: Caller) -> RunSpec:
@@ -424,13 +467,14 @@ class GatewayService:
         try:
             return await self._prepare_run(body, caller)
         except RunRefused as exc:
-            if exc.status == 403:
+            if exc.status in (402, 403):
                 resume, cwd = body.get("resume"), body.get("cwd")
                 await self.audit_refusal(
                     REMOTE_RUN,
                     {"session_id": resume if isinstance(resume, str) else ""},
                     caller,
                     str(exc),
+                    rule_id=BUDGET_RULE if exc.status == 402 else TENANT_RULE,
                     cwd=cwd if isinstance(cwd, str) else "",
                 )
             raise
@@ -447,6 +491,11 @@ class GatewayService:
         if not cwd:
             raise RunRefused(400, "'cwd' is required: a directory inside one of the runs roots")
         real = await self._offload.io(confine_cwd, cwd, roots)
+        if self.gate is not None:
+            model = spec.options.get("model")
+            over = await self.gate.check(caller, model if isinstance(model, str) else None)
+            if over is not None:
+                raise RunRefused(402, over.message)
         resume = spec.options.get("resume")
         if resume:
             if not valid_session_id(resume):
@@ -463,7 +512,7 @@ class GatewayService:
     async def stream_run(self, spec: RunSpec, caller: Caller) -> AsyncIterator[bytes]:
         """The run's NDJSON lines; its session is recorded as the caller's when it starts."""
         claimed = not self.tenancy.enabled
-        async for chunk in stream_run_lines(spec):
+        async for chunk in stream_run_lines(spec, self._run_account(caller)):
             if not claimed and (session_id := _session_id_of(chunk)):
                 claimed = True
                 try:
@@ -475,6 +524,20 @@ class GatewayService:
                     yield (json.dumps({"type": "gateway_error", "error": refusal}) + "\n").encode()
                     return
             yield chunk
+
+
+    def _run_account(self, caller: Caller) -> RunAccount:
+        """A remote run counts against its caller's team: serve's metrics, the team's budget
+        (checked in prepare_run for a 402; again as it starts, to cap --max-budget-usd at what
+        is left; charged what the run cost when it ends)."""
+        from gateway.sdk.account import RunAccount
+        from gateway.sdk.budget import RunBudget
+
+        budget = None
+        if self.gate is not None and caller.budget:
+            budget = RunBudget(caller.name, caller.budget, self.gate.ledger, self.gate.prices,
+                               owns_store=False)
+        return RunAccount(team=caller.name, metrics=self.metrics, budget=budget)
 
 
 def bad_request(event: str, status: int, message: str) -> HookReply:

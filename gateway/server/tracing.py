@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from gateway.server.proxy import ProxiedExchange
 from gateway.telemetry import attributes as A
-from gateway.telemetry.chat import ChatRequestMeta, chat_span_from_sse
+from gateway.telemetry.chat import ChatRequestMeta, chat_span_from_sse, events_from_message
 from gateway.telemetry.compaction import Compaction, compaction_spec
 from gateway.telemetry.content import ContentPolicy
 from gateway.telemetry.ids import DeterministicIds, session_root, session_tool
@@ -68,7 +68,7 @@ class ServerTracer:
         """A proxied /v1/messages request ended: one chat span under the session's root."""
         if not exchange.session_id:
             return  # no session, no trace to join
-        events = exchange.events or _events_from_message(exchange.body_json)
+        events = exchange.events or events_from_message(exchange.body_json)
         message_id = _message_id(events) or f"request:{exchange.started_ns}"
         ids = DeterministicIds(exchange.session_id)
         ttft = exchange.first_token_ns or exchange.first_byte_ns
@@ -235,22 +235,6 @@ def _message_id(events: Sequence[Mapping[str, Any]]) -> str:
         if event.get("type") == "message_start":
             return str((event.get("message") or {}).get("id") or "")
     return ""
-
-
-def _events_from_message(message: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """A non-streaming response body as the stream events it stands for."""
-    if not message or message.get("type") != "message":
-        return []
-    usage = message.get("usage") or {}
-    return [
-        {"type": "message_start", "message": {**message, "stop_reason": None}},
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": message.get("stop_reason")},
-            "usage": usage,
-        },
-        {"type": "message_stop"},
-    ]
 
 
 def _with_attributes(spec: SpanSpec, attrs: Mapping[str, AttributeValue]) -> SpanSpec:

@@ -6,7 +6,7 @@ response; `chat_attributes` turns it into span attributes. Both are pure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,6 +152,32 @@ class ChatAccumulator:
         if isinstance(target, list) and delta.get("type") == "text_delta":
             target.append(str(delta.get("text") or ""))
             self.texts[-1] = "".join(target)
+
+
+def events_from_message(message: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """A non-streaming response body as the stream events it stands for."""
+    if not message or message.get("type") != "message":
+        return []
+    usage = message.get("usage") or {}
+    return [
+        {"type": "message_start", "message": {**message, "stop_reason": None}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message.get("stop_reason")},
+            "usage": usage,
+        },
+        {"type": "message_stop"},
+    ]
+
+
+def accumulate(
+    events: Sequence[Mapping[str, Any]], message: Mapping[str, Any] | None = None
+) -> ChatAccumulator:
+    """One response folded: its stream events, or a non-streaming body when there are none."""
+    acc = ChatAccumulator()
+    for event in events or events_from_message(message):
+        acc.apply(event)
+    return acc
 
 
 def chat_span_name(model: str) -> str:

@@ -291,6 +291,14 @@ _OTLP_EXPORTERS = {
         "opentelemetry.exporter.otlp.proto.http._log_exporter",
         "OTLPLogExporter",
     ),
+    ("metrics", "grpc"): (
+        "opentelemetry.exporter.otlp.proto.grpc.metric_exporter",
+        "OTLPMetricExporter",
+    ),
+    ("metrics", "http/protobuf"): (
+        "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+        "OTLPMetricExporter",
+    ),
 }
 
 

@@ -12,6 +12,9 @@ import yaml
 from gateway.errors import ConfigError
 
 PER_MILLION = 1_000_000
+NANOS_PER_USD = 1_000_000_000
+"""Budgets count in nano-dollars: integers, so sums are exact. A price of P USD per million
+tokens is P * 1000 nano-dollars a token, exact for prices given to a thousandth."""
 _FIELDS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
 
 
@@ -70,6 +73,25 @@ class PriceTable:
             + one_hour * price.cache_write_1h
         )
         return micro / PER_MILLION
+
+    def cost_nanos(self, model: str, usage: Usage) -> int | None:
+        """The same cost in whole nano-dollars (what budgets add up), or None when unpriced."""
+        price = self.price_for(model)
+        if price is None:
+            return None
+        one_hour = usage.cache_creation_1h_input_tokens or 0
+        five_min = usage.cache_creation_input_tokens - one_hour
+        return (
+            usage.input_tokens * nanos_per_token(price.input)
+            + usage.output_tokens * nanos_per_token(price.output)
+            + usage.cache_read_input_tokens * nanos_per_token(price.cache_read)
+            + five_min * nanos_per_token(price.cache_write_5m)
+            + one_hour * nanos_per_token(price.cache_write_1h)
+        )
+
+
+def nanos_per_token(usd_per_million: float) -> int:
+    return round(usd_per_million * NANOS_PER_USD / PER_MILLION)
 
 
 def parse_price_table(data: Any, *, source: str = "prices.yaml") -> PriceTable:

@@ -45,26 +45,26 @@ class RecordedRequest:
         return any(k.lower() == "x-claude-code-agent-id" for k in self.headers)
 
 
+RequestObserver = Callable[[RecordedRequest], None]
+
+
 @dataclass
 class _State:
     scenario: Scenario
     cursor: ScenarioCursor
+    on_request: RequestObserver | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
     ids: itertools.count[int] = field(default_factory=itertools.count)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    on_request: Callable[[RecordedRequest], None] | None = None
 
 
 _STATE: web.AppKey[_State] = web.AppKey("scripted_state", _State)
 
 
-def build_app(
-    scenario: Scenario, on_request: Callable[[RecordedRequest], None] | None = None
-) -> web.Application:
+def build_app(scenario: Scenario, on_request: RequestObserver | None = None) -> web.Application:
+    """`on_request` sees each Messages API request as it arrives, before it is answered."""
     app = web.Application(client_max_size=64 * 1024 * 1024)
-    app[_STATE] = _State(
-        scenario=scenario, cursor=ScenarioCursor(scenario), on_request=on_request
-    )
+    app[_STATE] = _State(scenario=scenario, cursor=ScenarioCursor(scenario), on_request=on_request)
     app.router.add_post("/v1/messages", _messages)
     app.router.add_post("/v1/messages/count_tokens", _count_tokens)
     return app
@@ -155,7 +155,7 @@ class ScriptedServer:
         scenario: Scenario | str | Path | Mapping[str, Any],
         *,
         port: int = 0,
-        on_request: Callable[[RecordedRequest], None] | None = None,
+        on_request: RequestObserver | None = None,
     ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self._port = port

@@ -5,7 +5,7 @@ open loop of 200 sessions x 2 req/s (400 req/s) p99 <= 10 ms with 0 errors and o
 record per decision; the proxy adds <= 2 ms to time-to-first-byte at p50.
 
 Run: python tests/benchmarks/bench_service.py [--seconds 60] [--single 3000] [--ttfb 300]
-     [--generators 1] [--trail]
+     [--generators 1] [--trail] [--budgets]
 Needs only the project's own dependencies (aiohttp); nothing else to install.
 
 Every decision is appended to the audit log and its checkpoint. `--trail` turns the rest of the
@@ -13,6 +13,13 @@ audit trail on, as in production: an audit key (every record and checkpoint MACe
 log export (one OTLP log record per decision, to an OTLP receiver in this process); the run
 then checks that every decision arrived and that `audit verify --against` the received copy
 passes.
+
+`--budgets` adds the proxy's time to first byte with team budgets on: a second gateway with
+a tokens file and Redis (a private redis-server, as the tests start it), each request sent
+in turn directly, with the token of a team without a budget, and with the token of a team
+with one (a reservation in Redis before forwarding, a settle after), for a small body and a
+Claude Code-sized one (50 KB); `budget_added_p50_ms` is the budgeted request's p50 minus the
+direct one's, `budget_cost_p50_ms` its p50 minus the unbudgeted one's.
 
 The gateway runs as a real `agent-gateway serve` process (tracing off). The single-client and
 TTFB figures are taken from this process with aiohttp's client. The open-loop load comes from
@@ -439,6 +446,58 @@ async def ttfb(direct: str, proxied: str, count: int) -> dict[str, float]:
     return {"direct_p50_ms": d, "proxied_p50_ms": p, "added_p50_ms": p - d, "n": count}
 
 
+def big_messages(kb: int) -> bytes:
+    """A body the size of Claude Code's (model first, max_tokens after the conversation)."""
+    filler = "x" * 1000
+    turns = [{"role": "user", "content": filler} for _ in range(kb)]
+    return json.dumps({"model": "claude-opus-5-5", "messages": turns, "max_tokens": 128000,
+                       "stream": True}).encode()
+
+
+async def budget_ttfb(direct: str, proxied: str, count: int, body: bytes) -> dict[str, float]:
+    times: dict[str, list[float]] = {"direct": [], "free": [], "budget": []}
+    base = {"content-type": "application/json", "x-api-key": "bench"}
+    runs = (
+        ("direct", direct, {"X-Claude-Code-Session-Id": "bench-direct"}),
+        ("free", proxied, {"X-Agent-Gateway-Token": "tok-free",
+                           "X-Claude-Code-Session-Id": "bench-free"}),
+        ("budget", proxied, {"X-Agent-Gateway-Token": "tok-team",
+                             "X-Claude-Code-Session-Id": "bench-team"}),
+    )
+    async with aiohttp.ClientSession() as session:
+        for n in range(count + 20):
+            for name, url, extra in runs:
+                start = time.perf_counter()
+                async with session.post(f"{url}/v1/messages", data=body,
+                                        headers={**base, **extra}) as r:
+                    assert r.status == 200, (name, r.status, await r.text())
+                    await r.content.readany()
+                    first = time.perf_counter()
+                    await r.read()
+                if n >= 20:
+                    times[name].append((first - start) * 1e3)
+    d, f, b = (pct(times[k], 50) for k in ("direct", "free", "budget"))
+    return {"direct_p50_ms": d, "free_p50_ms": f, "budget_p50_ms": b,
+            "budget_added_p50_ms": b - d, "budget_cost_p50_ms": b - f,
+            "budget_p99_ms": pct(times["budget"], 99), "n": count, "body_bytes": len(body)}
+
+
+def budgets_on(upstream: str, env: dict[str, str], tmp: Path, count: int) -> dict[str, Any]:
+    from tests.redis_server import RedisServer
+
+    tokens = Path(tmp, "tokens.yaml")
+    tokens.write_text("tokens:\n  - {token: tok-free, name: free}\n"
+                      "  - {token: tok-team, name: team, budget: {usd: 1000000, per: day}}\n")
+    (Path(tmp) / "redis").mkdir()
+    with RedisServer(Path(tmp) / "redis") as redis:
+        gw_env = {**env, "AGENT_GATEWAY_TOKENS_FILE": str(tokens),
+                  "AGENT_GATEWAY_HOME": str(Path(tmp, "home-budgets"))}
+        with ServeProcess(POLICIES, upstream, gw_env, args=["--redis-url", redis.url]) as gw:
+            small = asyncio.run(budget_ttfb(upstream, gw.url, count, MESSAGES))
+            large = asyncio.run(budget_ttfb(upstream, gw.url, count, big_messages(50)))
+    return {"small_body": small, "claude_code_sized_body": large}
+
+
 def check_trail(
     receiver: OtlpReceiver, audit: Path, tmp: Path, env: dict[str, str]
 ) -> dict[str, Any]:
@@ -484,6 +543,9 @@ def main() -> int:
     parser.add_argument(
         "--trail", action="store_true", help="audit key and OTLP log export on (see above)"
     )
+    parser.add_argument(
+        "--budgets", action="store_true", help="also the proxy's TTFB with team budgets on"
+    )
     args = parser.parse_args()
     receiver = OtlpReceiver().start() if args.trail else None
     with tempfile.TemporaryDirectory() as tmp:
@@ -520,6 +582,7 @@ def main() -> int:
                 load["audit_records"] = count_lines(audit) - before - args.sessions  # minus warm-up
                 proxy = asyncio.run(ttfb(upstream.url, gw.url, args.ttfb))
             trail = check_trail(receiver, audit, Path(tmp), env) if receiver else None
+            budgets = budgets_on(upstream.url, env, Path(tmp), args.ttfb) if args.budgets else None
         finally:
             upstream.stop()
             if receiver is not None:
@@ -527,6 +590,8 @@ def main() -> int:
     report = {"single_client": single, "open_loop": load, "proxy_ttfb": proxy}
     if trail is not None:
         report["trail"] = trail
+    if budgets is not None:
+        report["proxy_ttfb_with_budgets"] = budgets
     print(json.dumps(report, indent=2))
     ok = (
         single["p50_ms"] <= 1
@@ -536,6 +601,7 @@ def main() -> int:
         and load["audit_records"] == load["decisions"]
         and proxy["added_p50_ms"] <= 2
         and (trail is None or trail["verify_against_ok"])
+        and (budgets is None or all(b["budget_added_p50_ms"] <= 1 for b in budgets.values()))
     )
     print("within budget" if ok else "OVER BUDGET", file=sys.stderr)
     return 0 if ok else 1

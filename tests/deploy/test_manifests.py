@@ -232,6 +232,8 @@ def test_dockerfile_installs_the_package() -> None:
     assert installs, runs
     # Both setups archive to an S3-compatible bucket: the image carries the s3 extra.
     assert any("s3" in extras for extras in installs), installs
+    # --redis-url (session owners, team budgets) needs the redis extra in the image.
+    assert any("redis" in extras for extras in installs), installs
     copied = " ".join(rest for word, rest in instrs if word == "COPY")
     for needed in ("pyproject.toml", "README.md", "gateway"):
         assert needed in copied, f"the package build needs {needed} copied in"
@@ -542,6 +544,7 @@ def test_kustomize_renders() -> None:
             "Secret",  # tokens
             "Secret",  # S3 credentials
             "Secret",  # the audit key
+            "Secret",  # the Redis URL
             "Deployment",
             "Service",
             "HorizontalPodAutoscaler",

@@ -329,8 +329,14 @@ def test_tokens_file_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("tokens:\n  - {token: a, name: x, budget: {usd: 5, per: day}}\n",
-         "unknown key(s) budget (team budgets are not supported yet)"),
+        ("tokens:\n  - {token: a, name: x, budget: {usd: 5, per: hour}}\n",
+         "tokens[0].budget.per must be one of day, week, month, got 'hour'"),
+        ("tokens:\n  - {token: a, name: x, budget: {usd: -1, per: day}}\n",
+         "tokens[0].budget.usd must be a number above 0"),
+        ("tokens:\n  - {token: a, name: x, budget: [{usd: 5, per: day, cap: 1}]}\n",
+         "tokens[0].budget[0]: unknown key(s) cap"),
+        ("tokens:\n  - {token: a, name: x, budget: {usd: 5, per: day}}\n"
+         "  - {token: b, name: x, budget: {usd: 6, per: day}}\n", "different budgets"),
         ("tokens:\n  - {token: a, name: x, polices: [p.yaml]}\n", "unknown key(s) polices"),
         ("tokens: []\nextra: 1\n", "exactly one key"),
         ("tokens:\n  - {token: a}\n  - {token: a}\n", "repeats a token"),

@@ -1,0 +1,83 @@
+"""A run's spend from the local span file (AGENT_GATEWAY_HOME/spans/spans.jsonl): each chat
+span's usage, priced again from the price table in nano-dollars, counted in the window its
+call started in. Read-only: the spans are the record of what `agent-gateway run` spent."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gateway.budgets.ledger import Counter, Standing
+from gateway.telemetry import attributes as A
+from gateway.telemetry.pricing import PriceTable, Usage
+
+
+def chat_usage(attrs: Mapping[str, Any]) -> Usage | None:
+    """A chat span's usage, when the span has its final output count (else None)."""
+    output = attrs.get(A.GEN_AI_USAGE_OUTPUT_TOKENS)
+    if not isinstance(output, int):
+        return None
+    read = int(attrs.get(A.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS) or 0)
+    written = int(attrs.get(A.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS) or 0)
+    one_hour = attrs.get(A.CHAT_CACHE_CREATION_1H_INPUT_TOKENS)
+    five_min = attrs.get(A.CHAT_CACHE_CREATION_5M_INPUT_TOKENS)
+    return Usage(
+        input_tokens=int(attrs.get(A.GEN_AI_USAGE_INPUT_TOKENS) or 0) - read - written,
+        output_tokens=output,
+        cache_read_input_tokens=read,
+        cache_creation_input_tokens=written,
+        cache_creation_5m_input_tokens=five_min if isinstance(five_min, int) else None,
+        cache_creation_1h_input_tokens=one_hour if isinstance(one_hour, int) else None,
+    )
+
+
+def chat_model(attrs: Mapping[str, Any]) -> str:
+    return str(attrs.get(A.GEN_AI_RESPONSE_MODEL) or attrs.get(A.GEN_AI_REQUEST_MODEL) or "")
+
+
+def chat_costs(path: Path, prices: PriceTable) -> Iterator[tuple[float, str, int]]:
+    """(start in seconds, model, nano-dollars) of every priced chat span in the file."""
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if '"chat' not in line:  # most lines are tool and root spans: skip them unparsed
+                continue
+            try:
+                record = json.loads(line)
+                attrs = record.get("attributes") or {}
+                if attrs.get(A.GEN_AI_OPERATION_NAME) != A.OP_CHAT:
+                    continue
+                usage = chat_usage(attrs)
+                model = chat_model(attrs)
+                cost = prices.cost_nanos(model, usage) if usage is not None else None
+                if cost is not None:
+                    yield int(record.get("start_ns") or 0) / 1e9, model, cost
+            except (ValueError, TypeError, AttributeError):
+                continue
+
+
+class SpanFileLedger:
+    """Standings read from the span file (nothing is ever held: runs are not reserved)."""
+
+    shared = False
+
+    def __init__(self, path: Path, prices: PriceTable) -> None:
+        self.path = path
+        self.prices = prices
+        self.location = str(path)
+
+    async def standings(self, counters: Sequence[Counter], now: float) -> list[Standing]:
+        return self.read(counters)
+
+    def read(self, counters: Sequence[Counter]) -> list[Standing]:
+        spent = [0] * len(counters)
+        for started, model, cost in chat_costs(self.path, self.prices):
+            for n, counter in enumerate(counters):
+                window = counter.window
+                if (window.start.timestamp() <= started < window.end.timestamp()
+                        and counter.limit.applies_to(model)):
+                    spent[n] += cost
+        return [Standing(committed=s) for s in spent]
