@@ -33,6 +33,21 @@ def otel_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith("OTEL_")}
 
 
+SPAN_FILE_ENV = "AGENT_GATEWAY_SPAN_FILE"
+"""`always`: keep the local span file beside a configured exporter (for `trace show`)."""
+OPENINFERENCE_ENV = "AGENT_GATEWAY_OPENINFERENCE"
+"""`0`: no OpenInference attributes beside the GenAI ones (on by default)."""
+
+
+def trace_env() -> dict[str, str]:
+    """The OTEL_* variables plus the gateway's two switches on where and how spans go."""
+    env = otel_env()
+    for name in (SPAN_FILE_ENV, OPENINFERENCE_ENV):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
 def policy_paths_from_env() -> list[str]:
     """AGENT_GATEWAY_POLICY: policy files for `gateway.query`, org first, os.pathsep-separated."""
     raw = os.environ.get("AGENT_GATEWAY_POLICY", "")

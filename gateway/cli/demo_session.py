@@ -137,8 +137,11 @@ def run_demo(*, keep: bool = False) -> int:
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                 "HOME": str(workspace / "home"),
             }
-            # The demo keeps its audit log, archive and spans in its own workspace.
+            # The demo keeps its audit log, archive and spans in its own workspace, and a
+            # local copy of the spans even when an exporter is configured: its last step
+            # draws the trace from it.
             os.environ["AGENT_GATEWAY_HOME"] = str(workspace / "gateway-home")
+            os.environ["AGENT_GATEWAY_SPAN_FILE"] = "always"
             policy = workspace / "demo-policy.yaml"
             policy.write_text(DEMO_POLICY)
             console.print(f"scripted model at {server.url}; workspace {workspace / 'project'}")

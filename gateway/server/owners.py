@@ -86,19 +86,7 @@ class RedisSessionOwners:
     PREFIX = "agent-gateway:session-owner:"
 
     def __init__(self, url: str, *, timeout_s: float = 2.0) -> None:
-        try:
-            import redis
-        except ImportError:
-            from gateway.errors import ConfigError
-
-            raise ConfigError(
-                "--redis-url needs the redis package: pip install 'agent-gateway[redis]'"
-            ) from None
-        self._errors: tuple[type[Exception], ...] = (redis.RedisError,)
-        self._redis: Any = redis.Redis.from_url(
-            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
-        )
-        self.location = _without_password(url)
+        self._redis, self._errors, self.location = redis_client(url, timeout_s)
 
     def claim(self, session_id: str, tenant: str) -> str:
         key = self.PREFIX + session_id
@@ -120,6 +108,20 @@ class RedisSessionOwners:
         except self._errors as exc:
             return f"session owner store {self.location} not writable: {exc}"
         return ""
+
+
+def redis_client(url: str, timeout_s: float) -> tuple[Any, tuple[type[Exception], ...], str]:
+    """A Redis client for `url`, the errors it raises, and the URL without its password."""
+    try:
+        import redis
+    except ImportError:
+        from gateway.errors import ConfigError
+
+        raise ConfigError(
+            "--redis-url needs the redis package: pip install 'agent-gateway[redis]'"
+        ) from None
+    client = redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+    return client, (redis.RedisError,), _without_password(url)
 
 
 def _without_password(url: str) -> str:
