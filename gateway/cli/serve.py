@@ -33,6 +33,7 @@ class ServeArgs:
     runs_roots: Sequence[str] = field(default_factory=tuple)
     decision_budget_s: float = 2.0
     redis_url: str | None = None
+    trace_idle_timeout_s: float = 1800.0
 
 
 def is_loopback(host: str) -> bool:
@@ -61,6 +62,9 @@ def serve_command(args: ServeArgs) -> int:
     if not args.decision_budget_s > 0:
         print(f"{prog}: error: --decision-budget must be a positive number", file=sys.stderr)
         return 2
+    if not args.trace_idle_timeout_s > 0:
+        print(f"{prog}: error: --trace-idle-timeout must be a positive number", file=sys.stderr)
+        return 2
     for root in args.runs_roots:
         if not os.path.isdir(root):
             print(f"{prog}: error: --runs-root {root} is not a directory", file=sys.stderr)
@@ -87,8 +91,9 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     from gateway.server.auth import load_tokens
     from gateway.server.owners import LocalSessionOwners, RedisSessionOwners, SessionOwners
     from gateway.server.service import GatewayService
+    from gateway.server.trace_state import MemoryTraceState, RedisTraceState
     from gateway.server.tracing import ServerTracer
-    from gateway.telemetry import load_price_table, span_sink_from_env
+    from gateway.telemetry import ContentPolicy, load_price_table, span_sink_from_env
 
     keys_from_env()  # a bad key file stops the service now, not at its first decision
     tokens = load_tokens(token, tokens_file)
@@ -100,7 +105,13 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
         tokens=tokens,
     )
     sink = span_sink_from_env()
-    tracer = ServerTracer(sink, load_price_table())
+    tracer = ServerTracer(
+        sink,
+        load_price_table(),
+        content=ContentPolicy(capture=bool(sink.settings and sink.settings.capture_content)),
+        state=RedisTraceState(args.redis_url) if args.redis_url else MemoryTraceState(),
+        idle_timeout_s=args.trace_idle_timeout_s,
+    )
     # With authentication on, sessions belong to tenants. Replicas must share the owners:
     # through Redis, or through AGENT_GATEWAY_HOME when they all run on one host.
     owners: SessionOwners | None = None
@@ -122,6 +133,7 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     app = create_app(config, service, tracer.on_exchange)
 
     async def flush(_app: web.Application) -> None:
+        tracer.close()
         sink.shutdown()
         if export is not None:
             export.shutdown()
@@ -183,8 +195,19 @@ def add_parser(sub: Subcommands) -> None:
     serve.add_argument(
         "--redis-url",
         metavar="URL",
-        help="Redis the replicas share (redis://host:6379/0): which tenant owns each session. "
-        "Without it, replicas share AGENT_GATEWAY_HOME/sessions, which works on one host only",
+        help="Redis the replicas share (redis://host:6379/0): which tenant owns each session, "
+        "and what links a session's spans (which response asked for a tool, which call started "
+        "a subagent). Without it, replicas share owners through AGENT_GATEWAY_HOME/sessions "
+        "(one host only) and each replica links only the spans it saw",
+    )
+    serve.add_argument(
+        "--trace-idle-timeout",
+        dest="trace_idle_timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="close a session's root span, marked incomplete, after SECONDS without any of its "
+        "events (a killed `claude -p` never sends SessionEnd; default 1800)",
     )
     serve.add_argument(
         "--decision-budget",
@@ -214,5 +237,6 @@ def run(args: argparse.Namespace) -> int:
             runs_roots=args.runs_roots,
             decision_budget_s=args.decision_budget,
             redis_url=args.redis_url,
+            trace_idle_timeout_s=args.trace_idle_timeout,
         )
     )

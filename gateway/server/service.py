@@ -218,8 +218,8 @@ class GatewayService:
             for record in reply[3]:
                 self._audit_export.decision(record)
         self._unloadable.pop(self._layers(caller), None)
-        if decision.kind == "deny" and self._tracer is not None:
-            self._traced(self._tracer.on_tool_denied, body, decision)
+        if self._tracer is not None:
+            self._traced(self._tracer.on_pre_tool_use, body, decision)
         return dict(answer)
 
     async def _deny(self, body: Mapping[str, Any], caller: Caller, reason: str) -> dict[str, Any]:
@@ -278,8 +278,8 @@ class GatewayService:
             self._traced(
                 self._tracer.on_tool_end, body, decision, event == "PostToolUseFailure"
             )
-        elif event == "SessionEnd":
-            self._traced(self._tracer.on_session_end, body)
+        else:
+            self._traced(self._tracer.on_hook, event, body)
 
     async def _pre_compact(self, body: Mapping[str, Any], caller: Caller) -> HookReply:
         try:

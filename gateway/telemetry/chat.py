@@ -289,6 +289,7 @@ def chat_span_from_sse(
     span_id: int,
     prices: PriceTable,
     content: ContentPolicy | None = None,
+    sent: ChatInput | None = None,
 ) -> SpanSpec:
     """A chat span from a tapped Messages API SSE sequence (message_start .. message_stop)."""
     acc = ChatAccumulator()
@@ -300,6 +301,7 @@ def chat_span_from_sse(
         prices=prices,
         content=content or ContentPolicy(),
         conversation_id=meta.conversation_id,
+        sent=sent,
     )
     attrs[A.HTTP_RESPONSE_STATUS_CODE] = meta.http_status
     attrs[A.CHAT_RETRY_COUNT] = meta.retry_count
