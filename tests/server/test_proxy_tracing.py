@@ -114,7 +114,11 @@ TOOL_UPSTREAM = {
             "tool_use": [{"name": "Bash", "input": {"command": "echo hi"}}],
             "usage": {"input_tokens": 1300, "output_tokens": 43},
         },
-        {"when": "tool_result", "text": "done", "usage": {"input_tokens": 1400, "output_tokens": 44}},
+        {
+            "when": "tool_result",
+            "text": "done",
+            "usage": {"input_tokens": 1400, "output_tokens": 44},
+        },
     ]
 }
 

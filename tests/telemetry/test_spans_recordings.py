@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 from typing import Any
 
 import pytest
@@ -299,7 +298,8 @@ def test_content_is_off_by_default_and_truncated_when_on() -> None:
     assert arguments["command"] == "echo...[truncated 3 chars]"
     assert tool.attributes[A.GEN_AI_TOOL_CALL_RESULT] == "hi"
     (prompt,) = json.loads(str(root(spans).attributes[A.GEN_AI_INPUT_MESSAGES]))
-    assert prompt == {"role": "user", "parts": [{"type": "text", "content": "say ...[truncated 14 chars]"}]}
+    cut = "say ...[truncated 14 chars]"
+    assert prompt == {"role": "user", "parts": [{"type": "text", "content": cut}]}
     chat = named(spans, "chat ")[0]
     (output,) = json.loads(str(chat.attributes[A.GEN_AI_OUTPUT_MESSAGES]))
     assert output["role"] == "assistant" and output["finish_reason"] == "tool_call"
