@@ -248,8 +248,13 @@ class ServerTracer:
         state = self._state
         state.touch(session, at_ns)
         if state.set_new(session, "root-open", "1"):
+            # A new process of the session (a resumed one): its root counts afresh.
             start = transcript_start_ns(transcript_path) if transcript_path else None
-            state.set(session, {"start": str(min(at_ns, start or at_ns))})
+            state.set(
+                session,
+                {"start": str(min(at_ns, start or at_ns)), "stop": "", "cost": "0.0",
+                 "unpriced": "0", "prompt": "", "answer": "", "failure": ""},
+            )
 
     def _seen(self, body: dict[str, Any], at_ns: int) -> None:
         self._session(body, at_ns)
@@ -683,7 +688,8 @@ class ServerTracer:
         attrs[A.COST_UNPRICED_CHATS] = int(float(data.get("unpriced") or 0))
         if self._content.capture:
             attrs.update(root_content(
-                self._content, prompt=data.get("prompt"), answer=data.get("answer"),
+                self._content, prompt=data.get("prompt") or None,
+                answer=data.get("answer") or None,
                 stop_reason=stop,
             ))
         interrupted = "prompt-open" in data

@@ -333,8 +333,9 @@ def test_compaction_gives_the_same_tree_plus_its_model_call(
 def test_a_killed_claude_p_gets_its_root_from_the_idle_timeout(
     sandbox: Sandbox, scripted: Scripted, receiver: OtlpReceiver, policy: str
 ) -> None:
-    upstream = scripted({"responses": [bash("sleep 60", "prompt", usage(1201, 41))]})
-    Path(policy).write_text(POLICY.replace("    - Bash(echo:*)\n", "    - Bash(sleep:*)\n"))
+    # (Claude Code refuses a plain `sleep 60`: it asks for run_in_background)
+    long_call = "python3 -c 'import time; time.sleep(60)'"
+    upstream = scripted({"responses": [bash(long_call, "prompt", usage(1201, 41))]})
     env = serve_env(sandbox, receiver)
     with ServeProcess([policy], upstream.url, env, log=sandbox.home / "serve.log",
                       args=("--trace-idle-timeout", "2")) as gateway:
