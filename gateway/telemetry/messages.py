@@ -53,6 +53,11 @@ def user_text(text: str) -> Message:
     return {"role": "user", "parts": [text_part(text)]}
 
 
+def assistant_message(parts: Sequence[Part]) -> Message:
+    """A response as part of the conversation sent back (input messages: no finish_reason)."""
+    return {"role": "assistant", "parts": list(parts)}
+
+
 def output_message(parts: Sequence[Part], finish: str) -> Message:
     return {"role": "assistant", "parts": list(parts), "finish_reason": finish}
 

@@ -485,8 +485,7 @@ class TraceBuilder:
         """The previous response joins the conversation before what follows it."""
         chat, ctx.pending_output = ctx.pending_output, None
         if chat is not None:
-            finish = M.finish_reason(chat.acc.stop_reason)
-            ctx.history.append(M.output_message(chat.acc.output_parts(), finish))
+            ctx.history.append(M.assistant_message(chat.acc.output_parts()))
 
     def _remember_results(self, context: str, content: list[Any]) -> None:
         results = [

@@ -72,8 +72,13 @@ def usage(inp: int, out: int) -> dict[str, int]:
 
 
 def bash(command: str, when: str, use: dict[str, int], times: int = 1) -> dict[str, Any]:
-    return {"when": when, "times": times, "text": f"running {command}",
-            "tool_use": [{"name": "Bash", "input": {"command": command}}], "usage": use}
+    return {
+        "when": when,
+        "times": times,
+        "text": f"running {command}",
+        "tool_use": [{"name": "Bash", "input": {"command": command}}],
+        "usage": use,
+    }
 
 
 TOOLS_AND_DENIAL = {
@@ -85,10 +90,21 @@ TOOLS_AND_DENIAL = {
 }
 SUBAGENT = {
     "responses": [
-        {"when": "prompt", "text": "Delegating.", "usage": usage(1811, 81),
-         "tool_use": [{"name": "Task", "input": {
-             "description": "look around", "prompt": "Write a marker file.",
-             "subagent_type": "general-purpose"}}]},
+        {
+            "when": "prompt",
+            "text": "Delegating.",
+            "usage": usage(1811, 81),
+            "tool_use": [
+                {
+                    "name": "Task",
+                    "input": {
+                        "description": "look around",
+                        "prompt": "Write a marker file.",
+                        "subagent_type": "general-purpose",
+                    },
+                }
+            ],
+        },
         bash("echo from-sub > sub.txt", "subagent", usage(1911, 91)),
         {"when": "tool_result", "text": "One done.", "usage": usage(2011, 21)},
         {"when": "tool_result", "text": "Two done.", "usage": usage(2111, 22)},
@@ -98,22 +114,33 @@ SUBAGENT = {
 ERROR_RESULT = {"responses": [bash("echo again", "any", usage(1511, 51), times=0)]}
 COMPACTION = {
     "responses": [
-        {"when": "prompt", "text": "Hello there, a long enough answer to summarise later.",
-         "usage": usage(1611, 66)},
-        {"when": "compaction", "text": "<summary>The user said hello.</summary>",
-         "usage": usage(1711, 77)},
+        {
+            "when": "prompt",
+            "text": "Hello there, a long enough answer to summarise later.",
+            "usage": usage(1611, 66),
+        },
+        {
+            "when": "compaction",
+            "text": "<summary>The user said hello.</summary>",
+            "usage": usage(1711, 77),
+        },
     ]
 }
 
 
 # --- the two ways to run a session ----------------------------------------------------------
 def otlp(receiver: OtlpReceiver) -> dict[str, str]:
-    return {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_BSP_SCHEDULE_DELAY": "100"}
+    return {
+        "OTEL_TRACES_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        "OTEL_BSP_SCHEDULE_DELAY": "100",
+    }
 
 
-def run_wrapped(sandbox: Sandbox, receiver: OtlpReceiver, policy: str, prompt: str,
-                *args: str) -> RunOutcome:
+def run_wrapped(
+    sandbox: Sandbox, receiver: OtlpReceiver, policy: str, prompt: str, *args: str
+) -> RunOutcome:
     env = sandbox.env(**otlp(receiver))
     out = gateway_run(sandbox, prompt, "--policy", policy, *args, env=env)
     assert out.results, out.stderr[-3000:]
@@ -129,9 +156,12 @@ def run_served(sandbox: Sandbox, gateway_url: str, prompt: str, *args: str) -> R
 
 def serve_env(sandbox: Sandbox, receiver: OtlpReceiver, replica: str = "a") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ANTHROPIC_"))}
-    env.update(AGENT_GATEWAY_HOME=str(sandbox.gateway_home),
-               AGENT_GATEWAY_CLAUDE_PROJECTS=str(sandbox.projects_root),
-               OTEL_RESOURCE_ATTRIBUTES=f"replica={replica}", **otlp(receiver))
+    env.update(
+        AGENT_GATEWAY_HOME=str(sandbox.gateway_home),
+        AGENT_GATEWAY_CLAUDE_PROJECTS=str(sandbox.projects_root),
+        OTEL_RESOURCE_ATTRIBUTES=f"replica={replica}",
+        **otlp(receiver),
+    )
     env.pop("AGENT_GATEWAY_TOKEN", None)
     return env
 
@@ -145,12 +175,16 @@ def policy(sandbox: Sandbox) -> str:
 
 # --- comparing trees ------------------------------------------------------------------------
 def trace_of(spans: Spans, session: str, since_ns: int = 0) -> Spans:
-    roots = [s for s in spans if s["parent_span_id"] is None
-             and s["attributes"].get("gen_ai.conversation.id") == session]
+    roots = [
+        s
+        for s in spans
+        if s["parent_span_id"] is None and s["attributes"].get("gen_ai.conversation.id") == session
+    ]
     assert roots, f"no root for {session}"
     trace_id = roots[-1]["trace_id"]
     return [
-        s for s in spans
+        s
+        for s in spans
         if s["trace_id"] == trace_id and s["scope"] == SCOPE and s["end_ns"] >= since_ns
     ]
 
@@ -204,6 +238,7 @@ def assert_same_tree(wrapped: Spans, served: Spans, *, extra: int = 0) -> None:
 
 def wait_complete(receiver: OtlpReceiver, session: str, count: int, since_ns: int = 0) -> Spans:
     """The serve trace once it has `count` spans, root included (spans arrive in batches)."""
+
     def done(spans: Spans) -> bool:
         try:
             return len(trace_of(spans, session, since_ns)) >= count
@@ -221,22 +256,41 @@ def gateways(
     """One `serve` (its URL), or with `redis_url` two replicas behind a round-robin."""
     extra = ("--redis-url", redis_url) if redis_url else ()
     if not redis_url:
-        with ServeProcess([policy], upstream, serve_env(sandbox, receiver),
-                          log=sandbox.home / "serve.log", args=extra) as gateway:
+        with ServeProcess(
+            [policy],
+            upstream,
+            serve_env(sandbox, receiver),
+            log=sandbox.home / "serve.log",
+            args=extra,
+        ) as gateway:
             yield gateway.url
         return
     with (
-        ServeProcess([policy], upstream, serve_env(sandbox, receiver, "a"),
-                     log=sandbox.home / "serve-a.log", args=extra) as a,
-        ServeProcess([policy], upstream, serve_env(sandbox, receiver, "b"),
-                     log=sandbox.home / "serve-b.log", args=extra) as b,
+        ServeProcess(
+            [policy],
+            upstream,
+            serve_env(sandbox, receiver, "a"),
+            log=sandbox.home / "serve-a.log",
+            args=extra,
+        ) as a,
+        ServeProcess(
+            [policy],
+            upstream,
+            serve_env(sandbox, receiver, "b"),
+            log=sandbox.home / "serve-b.log",
+            args=extra,
+        ) as b,
         ThreadedApp(round_robin([a.url, b.url])) as balancer,
     ):
         yield balancer.url
 
 
 def compare(
-    sandbox: Sandbox, scripted: Scripted, receiver: OtlpReceiver, policy: str, name: str,
+    sandbox: Sandbox,
+    scripted: Scripted,
+    receiver: OtlpReceiver,
+    policy: str,
+    name: str,
     redis_url: str = "",
 ) -> tuple[Spans, Spans]:
     scenario, prompt, args, claude_args = SESSIONS[name]
@@ -252,12 +306,24 @@ def compare(
 
 
 SESSIONS = {
-    "tools-and-denial": (TOOLS_AND_DENIAL, "tidy up", ("--allowed-tools", "Bash"),
-                         ("--allowedTools", "Bash")),
-    "subagent": (SUBAGENT, "delegate", ("--allowed-tools", "Bash,Task", "--max-turns", "8"),
-                 ("--allowedTools", "Bash,Task", "--max-turns", "8")),
-    "error-result": (ERROR_RESULT, "loop", ("--allowed-tools", "Bash", "--max-turns", "1"),
-                     ("--allowedTools", "Bash", "--max-turns", "1")),
+    "tools-and-denial": (
+        TOOLS_AND_DENIAL,
+        "tidy up",
+        ("--allowed-tools", "Bash"),
+        ("--allowedTools", "Bash"),
+    ),
+    "subagent": (
+        SUBAGENT,
+        "delegate",
+        ("--allowed-tools", "Bash,Task", "--max-turns", "8"),
+        ("--allowedTools", "Bash,Task", "--max-turns", "8"),
+    ),
+    "error-result": (
+        ERROR_RESULT,
+        "loop",
+        ("--allowed-tools", "Bash", "--max-turns", "1"),
+        ("--allowedTools", "Bash", "--max-turns", "1"),
+    ),
 }
 
 
@@ -297,7 +363,11 @@ def test_run_and_serve_give_the_same_tree(
 
 @pytest.mark.parametrize("name", ["tools-and-denial", "subagent"])
 def test_two_replicas_behind_a_round_robin_give_the_same_tree(
-    name: str, sandbox: Sandbox, scripted: Scripted, receiver: OtlpReceiver, policy: str,
+    name: str,
+    sandbox: Sandbox,
+    scripted: Scripted,
+    receiver: OtlpReceiver,
+    policy: str,
     redis_url: str,
 ) -> None:
     wrapped, served = compare(sandbox, scripted, receiver, policy, name, redis_url)
@@ -336,13 +406,34 @@ def test_a_killed_claude_p_gets_its_root_from_the_idle_timeout(
     long_call = "python3 -c 'import time; time.sleep(60)'"
     upstream = scripted({"responses": [bash(long_call, "prompt", usage(1201, 41))]})
     env = serve_env(sandbox, receiver)
-    with ServeProcess([policy], upstream.url, env, log=sandbox.home / "serve.log",
-                      args=("--trace-idle-timeout", "2")) as gateway:
+    with ServeProcess(
+        [policy],
+        upstream.url,
+        env,
+        log=sandbox.home / "serve.log",
+        args=("--trace-idle-timeout", "2"),
+    ) as gateway:
         settings = gateway_settings(gateway.url, with_token=False)
-        cmd = [str(CLAUDE_BIN), "-p", "wait", "--output-format", "stream-json", "--verbose",
-               "--settings", json.dumps(settings), "--allowedTools", "Bash"]
-        proc = subprocess.Popen(cmd, cwd=sandbox.cwd, env=sandbox.env(), stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
+        cmd = [
+            str(CLAUDE_BIN),
+            "-p",
+            "wait",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--settings",
+            json.dumps(settings),
+            "--allowedTools",
+            "Bash",
+        ]
+        proc = subprocess.Popen(
+            cmd,
+            cwd=sandbox.cwd,
+            env=sandbox.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             session = ""
             assert proc.stdout is not None
@@ -357,9 +448,11 @@ def test_a_killed_claude_p_gets_its_root_from_the_idle_timeout(
             proc.wait()
 
         def closed(spans: Spans) -> bool:
-            return any(s["parent_span_id"] is None
-                       and s["attributes"].get("gen_ai.conversation.id") == session
-                       for s in spans)
+            return any(
+                s["parent_span_id"] is None
+                and s["attributes"].get("gen_ai.conversation.id") == session
+                for s in spans
+            )
 
         spans = receiver.wait_for(closed, timeout=20)
     trace = trace_of(spans, session)
