@@ -1,4 +1,4 @@
-"""README.md's attribute table lists every attribute name of attributes.py, and only those."""
+"""docs/tracing.md's attribute table lists every name of attributes.py, and only those."""
 
 from __future__ import annotations
 
@@ -7,8 +7,18 @@ from pathlib import Path
 
 from gateway.telemetry import attributes as A
 
-DOC = Path(__file__).resolve().parents[2] / "README.md"
-VALUES = {"invoke_agent", "chat", "execute_tool", "anthropic"}
+DOC = Path(__file__).resolve().parents[2] / "docs" / "tracing.md"
+VALUES = {
+    "invoke_agent",
+    "chat",
+    "execute_tool",
+    "anthropic",
+    "AGENT",
+    "LLM",
+    "TOOL",
+    "CHAIN",
+    A.SEMCONV_VERSION,
+}
 
 
 def test_every_attribute_is_documented_once() -> None:
