@@ -61,6 +61,8 @@ INPUT_VALUE: Final = "input.value"
 INPUT_MIME_TYPE: Final = "input.mime_type"
 OUTPUT_VALUE: Final = "output.value"
 OUTPUT_MIME_TYPE: Final = "output.mime_type"
+SESSION_ID: Final = "session.id"
+"""On invoke_agent spans: the conversation id where Langfuse (and OpenInference) look for it."""
 OPENINFERENCE_PROJECT_NAME: Final = "openinference.project.name"
 """A resource attribute (OTEL_RESOURCE_ATTRIBUTES): the Phoenix project a trace is filed in."""
 # Values of openinference.span.kind.

@@ -15,7 +15,7 @@ from typing import Any
 DEFAULT_LIMIT = 4096
 """Characters kept of each string (a message part, a tool argument, a result)."""
 TOTAL_FACTOR = 8
-"""A rendered attribute holds at most TOTAL_FACTOR * limit characters of strings."""
+"""A rendered list holds at most TOTAL_FACTOR * limit characters (or its last item alone)."""
 STRUCTURAL = frozenset({"role", "type", "finish_reason", "id", "name", "mime_type"})
 """Keys of the conventions' message JSON whose values are never cut (they are short)."""
 

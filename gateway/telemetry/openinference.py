@@ -3,8 +3,8 @@
 Phoenix reads `openinference.span.kind` first and derives a kind from `gen_ai.operation.name`
 only when it is missing, so a span without a GenAI operation (turn, compaction) shows as
 "unknown" there. Each span gets its kind (AGENT, LLM, TOOL, CHAIN); the invoke_agent spans
-also get `input.value` / `output.value` (the prompt and the final answer, taken from the
-GenAI messages, so only with content capture on). Nothing else is duplicated: Phoenix maps
+also get `session.id` (Langfuse's session key) and `input.value` / `output.value` (the prompt
+and the final answer, taken from the GenAI messages, so only with content capture on). Nothing else is duplicated: Phoenix maps
 tokens, models and messages from the GenAI attributes itself.
 """
 
@@ -35,6 +35,9 @@ def annotate(spec: SpanSpec) -> SpanSpec:
         return spec
     attrs: dict[str, AttributeValue] = {**spec.attributes, A.OPENINFERENCE_SPAN_KIND: kind}
     if kind == A.OI_AGENT:
+        conversation = spec.attributes.get(A.GEN_AI_CONVERSATION_ID)
+        if conversation:
+            attrs[A.SESSION_ID] = conversation
         for source, value_name, mime_name in (
             (A.GEN_AI_INPUT_MESSAGES, A.INPUT_VALUE, A.INPUT_MIME_TYPE),
             (A.GEN_AI_OUTPUT_MESSAGES, A.OUTPUT_VALUE, A.OUTPUT_MIME_TYPE),
