@@ -4,8 +4,9 @@ Phoenix reads `openinference.span.kind` first and derives a kind from `gen_ai.op
 only when it is missing, so a span without a GenAI operation (turn, compaction) shows as
 "unknown" there. Each span gets its kind (AGENT, LLM, TOOL, CHAIN); the invoke_agent spans
 also get `session.id` (Langfuse's session key) and `input.value` / `output.value` (the prompt
-and the final answer, taken from the GenAI messages, so only with content capture on). Nothing else is duplicated: Phoenix maps
-tokens, models and messages from the GenAI attributes itself.
+and the final answer, taken from the GenAI messages, so only with content capture on).
+Nothing else is duplicated: Phoenix maps tokens, models and messages from the GenAI
+attributes itself.
 """
 
 from __future__ import annotations
