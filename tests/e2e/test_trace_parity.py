@@ -25,6 +25,7 @@ import pytest
 
 from gateway.server.claude_settings import gateway_settings
 from gateway.testing import ScriptedServer
+from tests import genai_shapes as shapes
 from tests.e2e.harness import CLAUDE_BIN, RunOutcome, Sandbox, claude_run, gateway_run
 from tests.e2e.test_service import round_robin
 from tests.otlp_receiver import OtlpReceiver, Spans
@@ -154,7 +155,9 @@ def run_served(sandbox: Sandbox, gateway_url: str, prompt: str, *args: str) -> R
     return out
 
 
-def serve_env(sandbox: Sandbox, receiver: OtlpReceiver, replica: str = "a") -> dict[str, str]:
+def serve_env(
+    sandbox: Sandbox, receiver: OtlpReceiver, replica: str = "a", **extra: str
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ANTHROPIC_"))}
     env.update(
         AGENT_GATEWAY_HOME=str(sandbox.gateway_home),
@@ -163,6 +166,7 @@ def serve_env(sandbox: Sandbox, receiver: OtlpReceiver, replica: str = "a") -> d
         **otlp(receiver),
     )
     env.pop("AGENT_GATEWAY_TOKEN", None)
+    env.update(extra)
     return env
 
 
@@ -465,3 +469,75 @@ def test_a_killed_claude_p_gets_its_root_from_the_idle_timeout(
     (turn,) = [s for s in trace if s["name"] == "turn"]
     assert tool["parent_span_id"] == turn["span_id"]
     assert turn["parent_span_id"] == root["span_id"]
+
+
+CAPTURE = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
+
+
+def check_content(trace: Spans, *, served: bool) -> None:
+    """Content capture on: every message attribute in the conventions' JSON shape."""
+    by_id = {s["span_id"]: s for s in trace}
+    chats = sorted((s for s in trace if s["name"].startswith("chat ")), key=lambda s: s["start_ns"])
+    assert len(chats) == 3
+    for chat in chats:
+        a = chat["attributes"]
+        sent = shapes.input_messages(a["gen_ai.input.messages"])
+        (out,) = shapes.output_messages(a["gen_ai.output.messages"])
+        assert out["finish_reason"] in ("tool_call", "stop")
+        if served:  # the request itself: its system prompt and the tools offered
+            assert shapes.system_instructions(a["gen_ai.system_instructions"])
+            names = {t["name"] for t in shapes.tool_definitions(a["gen_ai.tool.definitions"])}
+            assert "Bash" in names
+        texts = [p.get("content", "") for m in sent for p in m["parts"] if p["type"] == "text"]
+        assert any("tidy up" in t for t in texts)
+    last = shapes.input_messages(chats[-1]["attributes"]["gen_ai.input.messages"])
+    calls = [p for m in last for p in m["parts"] if p["type"] == "tool_call"]
+    results = [p for m in last for p in m["parts"] if p["type"] == "tool_call_response"]
+    assert [c["arguments"]["command"] for c in calls] == ["touch made.txt", "rm victim.txt"]
+    assert {r["id"] for r in results} == {c["id"] for c in calls}
+    tools = {
+        s["attributes"]["gen_ai.tool.call.id"]: s for s in trace if s["name"] == "execute_tool Bash"
+    }
+    for tool in tools.values():
+        a = tool["attributes"]
+        assert shapes.arguments(a["gen_ai.tool.call.arguments"])["command"]
+        denied = a["agent_gateway.policy.decision"] == "deny"
+        assert ("gen_ai.tool.call.result" in a) is not denied  # a result only on success
+        assert by_id[tool["parent_span_id"]]["name"] == "turn"
+    root = next(s for s in trace if s["parent_span_id"] is None)
+    r = root["attributes"]
+    (prompt,) = shapes.input_messages(r["gen_ai.input.messages"])
+    assert prompt == {"role": "user", "parts": [{"type": "text", "content": "tidy up"}]}
+    (answer,) = shapes.output_messages(r["gen_ai.output.messages"])
+    assert answer["parts"] == [{"type": "text", "content": "All done."}]
+    assert answer["finish_reason"] == "stop"
+    # OpenInference: the root's input and output as text, the session for Langfuse
+    assert r["input.value"] == "tidy up" and r["output.value"] == "All done."
+    assert r["session.id"] == r["gen_ai.conversation.id"]
+    assert {s["attributes"]["openinference.span.kind"] for s in trace} == {
+        "AGENT",
+        "CHAIN",
+        "LLM",
+        "TOOL",
+    }
+
+
+def test_content_capture_follows_the_conventions_in_both_modes(
+    sandbox: Sandbox, scripted: Scripted, receiver: OtlpReceiver, policy: str
+) -> None:
+    scripted(TOOLS_AND_DENIAL)
+    env = sandbox.env(**otlp(receiver), **CAPTURE)
+    out = gateway_run(sandbox, "tidy up", "--policy", policy, "--allowed-tools", "Bash", env=env)
+    assert out.results, out.stderr[-3000:]
+    wrapped = trace_of(receiver.wait_for(lambda s: True, timeout=1), out.session_id)
+    check_content(wrapped, served=False)
+    upstream = scripted(TOOLS_AND_DENIAL)
+    with ServeProcess(
+        [policy],
+        upstream.url,
+        serve_env(sandbox, receiver, **CAPTURE),
+        log=sandbox.home / "serve.log",
+    ) as gateway:
+        served_out = run_served(sandbox, gateway.url, "tidy up", "--allowedTools", "Bash")
+        served = wait_complete(receiver, served_out.session_id, len(wrapped))
+    check_content(served, served=True)
