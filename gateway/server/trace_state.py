@@ -18,6 +18,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 TTL_S = 24 * 3600
+CLOSED_KEEP_S = 600
+"""In memory, a session whose root closed is forgotten after this (late events of it go
+under a new root); Redis keeps every session TTL_S."""
 
 
 class TraceState(Protocol):
@@ -57,6 +60,8 @@ class MemoryTraceState:
         self._data: dict[str, dict[str, str]] = {}
         self._active: dict[str, int] = {}
         self._seen: dict[str, float] = {}
+        self._closed: dict[str, float] = {}
+        self._writes = 0
         self._clock = clock
         self._lock = threading.Lock()
 
@@ -107,15 +112,21 @@ class MemoryTraceState:
     def forget_activity(self, session: str) -> None:
         with self._lock:
             self._active.pop(session, None)
+            self._closed[session] = self._clock()
 
     def _expire(self) -> None:
-        if len(self._seen) < 4096:
+        """Every 1,024 writes: drop sessions closed a while ago, or silent for TTL_S."""
+        self._writes += 1
+        if self._writes % 1024:
             return
-        cutoff = self._clock() - TTL_S
-        for session in [s for s, at in self._seen.items() if at < cutoff]:
+        now = self._clock()
+        stale = [s for s, at in self._closed.items() if at < now - CLOSED_KEEP_S]
+        stale += [s for s, at in self._seen.items() if at < now - TTL_S]
+        for session in stale:
             self._seen.pop(session, None)
             self._data.pop(session, None)
             self._active.pop(session, None)
+            self._closed.pop(session, None)
 
 
 class RedisTraceState:

@@ -253,7 +253,7 @@ class ServerTracer:
             state.set(
                 session,
                 {"start": str(min(at_ns, start or at_ns)), "stop": "", "cost": "0.0",
-                 "unpriced": "0", "prompt": "", "answer": "", "failure": ""},
+                 "unpriced": "0", "prompt": "", "answer": "", "failure": "", "turns:": "0"},
             )
 
     def _seen(self, body: dict[str, Any], at_ns: int) -> None:

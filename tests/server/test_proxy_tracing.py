@@ -166,3 +166,19 @@ async def test_instances_sharing_trace_state_nest_the_tool_in_its_turn(
     assert root.attributes[A.COST_CHAT_SUM_USD] == pytest.approx(
         sum(float(c.attributes[A.GEN_AI_USAGE_COST]) for c in chats)
     )
+
+
+def test_memory_trace_state_forgets_closed_sessions() -> None:
+    now = [0.0]
+    state = MemoryTraceState(clock=lambda: now[0])
+    state.set("old", {"tool-turn:t": "m"})
+    state.forget_activity("old")  # its root closed
+    state.set("live", {"tool-turn:u": "n"})
+    now[0] = 601.0
+    for i in range(1024):
+        state.set("live", {f"k{i}": "v"})
+    assert state.get("old", "tool-turn:t") is None
+    assert state.get("live", "tool-turn:u") == "n"
+    assert state.set_new("s", "f", "1") and not state.set_new("s", "f", "2")
+    assert state.remove("s", "f") and not state.remove("s", "f")
+    assert state.add("s", "n", 2) == 2 and state.add("s", "c", 0.5) == 0.5
