@@ -39,6 +39,12 @@ def set_gateway_home(path: Path) -> None:
     os.environ[HOME_ENV] = str(path)
 
 
+def keep_local_span_file() -> None:
+    """Write the local span file even beside an exporter, in this process and what it starts
+    (the demo draws its trace from it)."""
+    os.environ[SPAN_FILE_ENV] = "always"
+
+
 def claude_projects_root() -> Path:
     """Where Claude Code keeps transcripts; archiving refuses files outside it."""
     raw = os.environ.get(PROJECTS_ENV)
@@ -80,6 +86,21 @@ class TraceContext(NamedTuple):
 
 def trace_context() -> TraceContext:
     return TraceContext(os.environ.get("TRACEPARENT"), os.environ.get("TRACESTATE"))
+
+
+SPAN_FILE_ENV = "AGENT_GATEWAY_SPAN_FILE"
+"""`always`: keep the local span file beside a configured exporter (for `trace show`)."""
+OPENINFERENCE_ENV = "AGENT_GATEWAY_OPENINFERENCE"
+"""`0`: no OpenInference attributes beside the GenAI ones (on by default)."""
+
+
+def trace_env() -> dict[str, str]:
+    """The OTEL_* variables plus the gateway's two switches on where and how spans go."""
+    env = otel_env()
+    for name in (SPAN_FILE_ENV, OPENINFERENCE_ENV):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
 
 
 def policy_paths_from_env() -> list[str]:

@@ -31,6 +31,10 @@ class ToolCall:
     transcript_path: str = ""
 
 
+FAIL_CLOSED_RULE = "gateway.fail-closed"
+"""The rule id of every deny the gateway gives because it could not decide."""
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """The outcome of evaluating a policy against one tool call.

@@ -12,7 +12,8 @@ Async tests: `app = make_app(collected)` and run it on the test's own loop.
 
 Each span dict: name, trace_id / span_id / parent_span_id (lowercase hex; parent None when
 absent), start_ns, end_ns, kind (SPAN_KIND_* name), status {code: STATUS_CODE_* name,
-message}, attributes (plain Python values; arrays as lists), resource (attributes), scope.
+message}, attributes (plain Python values; arrays as lists), events (name, time_ns,
+attributes), resource (attributes), scope.
 Each log dict: event_name, body, severity_text, time_ns, trace_id / span_id (hex, "" when
 absent), attributes, resource, scope.
 Each metric point dict (from /v1/metrics): name, unit, type (sum, gauge, histogram),
@@ -92,6 +93,14 @@ def decode_request(body: bytes) -> Spans:
                             "message": span.status.message,
                         },
                         "attributes": attributes(span.attributes),
+                        "events": [
+                            {
+                                "name": e.name,
+                                "time_ns": e.time_unix_nano,
+                                "attributes": attributes(e.attributes),
+                            }
+                            for e in span.events
+                        ],
                         "resource": resource,
                         "scope": scope_spans.scope.name,
                     }

@@ -13,7 +13,7 @@ from typing import Any
 from claude_agent_sdk import ClaudeAgentOptions
 from rich.console import Console
 
-from gateway.env import set_gateway_home
+from gateway.env import keep_local_span_file, set_gateway_home
 from gateway.sdk.run import RunRequest, execute
 from gateway.telemetry.show import trace_show
 from gateway.testing import ScriptedServer
@@ -137,8 +137,11 @@ def run_demo(*, keep: bool = False) -> int:
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                 "HOME": str(workspace / "home"),
             }
-            # The demo keeps its audit log, archive and spans in its own workspace.
+            # The demo keeps its audit log, archive and spans in its own workspace, and a
+            # local copy of the spans even when an exporter is configured: its last step
+            # draws the trace from it.
             set_gateway_home(workspace / "gateway-home")
+            keep_local_span_file()
             policy = workspace / "demo-policy.yaml"
             policy.write_text(DEMO_POLICY)
             console.print(f"scripted model at {server.url}; workspace {workspace / 'project'}")

@@ -43,6 +43,7 @@ class ServeArgs:
     budget_fail_open: bool = False
     redis_timeout_s: float = 2.0
     reserve_output_tokens: int = 4096
+    trace_idle_timeout_s: float = 1800.0
 
 
 def is_loopback(host: str) -> bool:
@@ -76,6 +77,9 @@ def serve_command(args: ServeArgs) -> int:
     if args.reserve_output_tokens < 1:
         print(f"{prog}: error: --reserve-output-tokens must be at least 1", file=sys.stderr)
         return 2
+    if not args.trace_idle_timeout_s > 0:
+        print(f"{prog}: error: --trace-idle-timeout must be a positive number", file=sys.stderr)
+        return 2
     for root in args.runs_roots:
         if not os.path.isdir(root):
             print(f"{prog}: error: --runs-root {root} is not a directory", file=sys.stderr)
@@ -103,8 +107,9 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     from gateway.server.exchange_metrics import both, exchange_metrics
     from gateway.server.owners import LocalSessionOwners, RedisSessionOwners, SessionOwners
     from gateway.server.service import GatewayService
+    from gateway.server.trace_state import MemoryTraceState, RedisTraceState
     from gateway.server.tracing import ServerTracer
-    from gateway.telemetry import load_price_table, span_sink_from_env
+    from gateway.telemetry import ContentPolicy, load_price_table, span_sink_from_env
     from gateway.telemetry.metrics import metric_settings, open_metrics
 
     keys_from_env()  # a bad key file stops the service now, not at its first decision
@@ -121,7 +126,17 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     prices = load_price_table()
     metrics = open_metrics(metric_settings(otel_env()), known_models=prices.models)
     sink = span_sink_from_env()
-    tracer = ServerTracer(sink, prices)
+    tracer = ServerTracer(
+        sink,
+        prices,
+        content=ContentPolicy(capture=bool(sink.settings and sink.settings.capture_content)),
+        state=(
+            RedisTraceState(shared_redis, timeout_s=args.redis_timeout_s)
+            if shared_redis
+            else MemoryTraceState()
+        ),
+        idle_timeout_s=args.trace_idle_timeout_s,
+    )
     # With authentication on, sessions belong to tenants. Replicas must share the owners:
     # through Redis, or through AGENT_GATEWAY_HOME when they all run on one host.
     owners: SessionOwners | None = None
@@ -146,6 +161,7 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     app = create_app(config, service, both(tracer.on_exchange, exchange_metrics(metrics, prices)))
 
     async def flush(_app: web.Application) -> None:
+        tracer.close()
         sink.shutdown()
         metrics.shutdown()
         if export is not None:
@@ -252,9 +268,10 @@ def add_parser(sub: Subcommands) -> None:
         "--redis-url",
         metavar="URL",
         help="Redis the replicas share (redis://host:6379/0; default $AGENT_GATEWAY_REDIS_URL): "
-        "which tenant owns each session, and the team budget counters. Without it, replicas "
-        "share AGENT_GATEWAY_HOME/sessions, which works on one host only, and each replica "
-        "counts budgets on its own",
+        "which tenant owns each session, the team budget counters, and what links a session's "
+        "spans (which response asked for a tool, which call started a subagent). Without it, "
+        "replicas share owners through AGENT_GATEWAY_HOME/sessions (one host only), each "
+        "counts budgets on its own and links only the spans it saw",
     )
     serve.add_argument(
         "--redis-timeout",
@@ -280,6 +297,15 @@ def add_parser(sub: Subcommands) -> None:
         help="output tokens reserved per model call against its team's budget: "
         "min(max_tokens, N) at the output price (default 4096); a response's output beyond "
         "it is what a budget can be overshot by",
+)
+    serve.add_argument(
+        "--trace-idle-timeout",
+        dest="trace_idle_timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="close a session's root span, marked incomplete, after SECONDS without any of its "
+        "events (a killed `claude -p` never sends SessionEnd; default 1800)",
     )
     serve.add_argument(
         "--decision-budget",
@@ -312,5 +338,6 @@ def run(args: argparse.Namespace) -> int:
             budget_fail_open=args.budget_failure == "fail_open",
             reserve_output_tokens=args.reserve_output_tokens,
             redis_timeout_s=args.redis_timeout,
+            trace_idle_timeout_s=args.trace_idle_timeout,
         )
     )

@@ -29,7 +29,7 @@ from gateway.hookio.parse import RawInput, parse_pre_tool_use
 from gateway.hookio.render import render_pre_tool_use
 from gateway.hookio.wire import PreToolUseOutput
 from gateway.policy.evaluate import decide
-from gateway.types import Decision, ToolCall
+from gateway.types import FAIL_CLOSED_RULE, Decision, ToolCall
 
 if TYPE_CHECKING:
     from gateway.archive.manifest import Manifest
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gateway.hooks.decision")
 
-FAIL_CLOSED_RULE = "gateway.fail-closed"
-"""The rule id of every deny the gateway gives because it could not decide."""
 
 PolicySource = Callable[[], "Policy | None"]
 """The policy in force now (a cache read, a hot-reloading holder); None when there is none,

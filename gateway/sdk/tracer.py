@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gateway.env import gateway_home, otel_env, trace_context
+from gateway.env import gateway_home, trace_context, trace_env
 from gateway.telemetry import ContentPolicy, SpanRef, SpanSpec, TraceBuilder, traceparent_for
 from gateway.telemetry.export import SpanSink, export_settings, install_exit_flush, open_span_sink
 from gateway.telemetry.model import AttributeValue
@@ -26,7 +26,7 @@ log = logging.getLogger("gateway.telemetry")
 
 class RunTracer:
     def __init__(self, prompt: str | None) -> None:
-        settings = export_settings(otel_env(), gateway_home())
+        settings = export_settings(trace_env(), gateway_home())
         self._sink: SpanSink = open_span_sink(settings)
         self._uninstall = install_exit_flush(self._sink)
         traceparent, tracestate = trace_context()

@@ -79,7 +79,10 @@ OBSERVING_EVENTS = (
     "SubagentStart",
     "SubagentStop",
     "Stop",
+    "StopFailure",
+    "UserPromptSubmit",
 )
+"""Events the trace is built from: tool ends, subagents, compactions, the prompt loop."""
 
 
 def gateway_settings(

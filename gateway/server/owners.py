@@ -92,10 +92,7 @@ class RedisSessionOwners:
     PREFIX = "agent-gateway:session-owner:"
 
     def __init__(self, url: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        redis = redis_module()
-        self._errors: tuple[type[Exception], ...] = (redis.RedisError,)
-        self._redis: Any = redis.Redis.from_url(url, **client_options(timeout_s))
-        self.location = without_password(url)
+        self._redis, self._errors, self.location = redis_client(url, timeout_s)
 
     def claim(self, session_id: str, tenant: str) -> str:
         key = self.PREFIX + session_id
@@ -122,6 +119,13 @@ class RedisSessionOwners:
         except self._errors as exc:
             return f"session owner store {self.location} not writable: {exc}"
         return ""
+
+
+def redis_client(url: str, timeout_s: float) -> tuple[Any, tuple[type[Exception], ...], str]:
+    """A Redis client for `url`, the errors it raises, and the URL without its password."""
+    redis = redis_module()
+    client = redis.Redis.from_url(url, **client_options(timeout_s))
+    return client, (redis.RedisError,), without_password(url)
 
 
 def _read_owner(path: Path) -> str | None:

@@ -63,6 +63,8 @@ class ProxiedExchange:
     body_json: dict[str, Any] | None = None
     """A non-streaming response body (small ones only), for the chat span."""
     error: str = ""
+    request_body: bytes = b""
+    """The request as sent (for the input messages, when content capture is on)."""
     tenant: str = ""
     _folded: ChatAccumulator | None = field(default=None, repr=False)
 
@@ -135,6 +137,7 @@ class Proxy:
             if self.sink is not None and request.path == "/v1/messages":
                 # Parsed after the response, off the time-to-first-byte path.
                 exchange.request_model = request_model(body)
+                exchange.request_body = body
                 try:
                     self.sink(exchange)
                 except Exception:  # tracing must never break the proxied call

@@ -264,9 +264,9 @@ class GatewayService:
             self._audit_export.decision(reply.record)
         self._unloadable.pop(layers, None)
         if self._tracer is not None:
-            if reply.decision.kind == "deny":  # no PostToolUse follows: the span is complete
-                self._traced(self._tracer.on_tool_denied, body, reply.decision)
-            else:
+            # The tool span starts now (a deny ends it: no PostToolUse follows).
+            self._traced(self._tracer.on_pre_tool_use, body, reply.decision)
+            if reply.decision.kind != "deny":
                 self._enforced.remember(
                     caller.name, _text(body.get("session_id")), _text(body.get("tool_use_id")),
                     reply.decision,
@@ -325,8 +325,8 @@ class GatewayService:
             self._traced(
                 self._tracer.on_tool_end, body, decision, event == "PostToolUseFailure"
             )
-        elif event == "SessionEnd":
-            self._traced(self._tracer.on_session_end, body)
+        else:
+            self._traced(self._tracer.on_hook, event, body)
 
     async def _pre_compact(self, body: JSONObject, caller: Caller) -> HookReply:
         try:

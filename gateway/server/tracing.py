@@ -1,42 +1,84 @@
-"""Server-mode tracing, stateless: hook events and proxied exchanges -> span specs.
+"""Server-mode tracing: hook events and proxied exchanges -> the same tree as `run`.
 
-No per-session state is kept. Every id is derived from the session id (trace), the message
-id (chat), the tool_use_id (execute_tool) or a fixed key (the root), so several replicas
-behind a load balancer emit one coherent trace:
+    invoke_agent claude-code        root: at SessionEnd, or closed by the idle timeout
+      turn                          one proxied response + the tools it asked for
+        chat {model}                the proxy's SSE tap
+        execute_tool {tool}         PreToolUse (start, decision) -> PostToolUse (end)
+          invoke_agent {type}       a subagent: SubagentStart -> SubagentStop
+            turn ...                its responses (x-claude-code-agent-id), its tools
+      compaction                    PreCompact (archive) -> PostCompact; its model call inside
 
-    invoke_agent claude-code        root, emitted at SessionEnd
-      chat {model}                  one per proxied /v1/messages request (the SSE tap)
-      execute_tool {tool}           at PostToolUse / PostToolUseFailure; at PreToolUse for denies
-      compaction                    at PreCompact (the archive step), with the archive id
+Ids come from the session, message, tool_use and agent ids, so every replica names every
+span the same way. What links them is kept in a `TraceState` (trace_state.py): which
+response asked for a tool, when a tool started and ended, which Task/Agent call started a
+subagent, the session's running totals. With Redis every replica sees all of it; in memory,
+one replica does.
+
+Events are queued and handled by one worker thread, in order: nothing here runs on the event
+loop (a Redis round trip, a request body parsed for content capture). A tool whose response
+is not yet known (another replica's proxy still streaming it) is retried for a moment, then
+put under its agent (or the root) with the link missing.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
+import logging
+import queue
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from gateway.server.proxy import ProxiedExchange
+from gateway.server.trace_state import MemoryTraceState, TraceState
 from gateway.telemetry import attributes as A
-from gateway.telemetry.chat import ChatRequestMeta, chat_span_from_sse, events_from_message
+from gateway.telemetry import messages as M
+from gateway.telemetry.chat import (
+    ChatAccumulator,
+    ChatInput,
+    ChatRequestMeta,
+    chat_span_from_sse,
+    events_from_message,
+)
 from gateway.telemetry.compaction import Compaction, compaction_spec
 from gateway.telemetry.content import ContentPolicy
-from gateway.telemetry.ids import DeterministicIds, session_root, session_tool
-from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec
+from gateway.telemetry.ids import ROOT_SPAN, TOOL_SPAN_KIND, DeterministicIds, session_root
+from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec, SpanStatus
 from gateway.telemetry.pricing import PriceTable
+from gateway.telemetry.spans import (
+    TURN,
+    agent_attributes,
+    agent_span_name,
+    root_attributes,
+    root_content,
+    turn_attributes,
+)
 from gateway.telemetry.tools import (
     DECISION_UNKNOWN,
     ToolCallState,
     tool_attributes,
+    tool_events,
     tool_status,
 )
 from gateway.types import Decision
 
+log = logging.getLogger("gateway.server.tracing")
+
 AGENT_NAME = "claude-code"
 TRANSCRIPT_HEAD_BYTES = 256 * 1024
+DEFAULT_IDLE_TIMEOUT_S = 1800.0
+LINK_RETRIES_S = (0.05, 0.1, 0.2, 0.4, 0.8, 1.5)
+"""Waits for a tool's response link (written when another replica's stream ends)."""
+MAX_PARSED_BODY = 8 * 1024 * 1024
+"""Request bodies parsed for content capture at most (larger: no input messages)."""
+SUBAGENT_TOOLS = ("Agent", "Task")
+UNSET = SpanStatus()
 
 
 class SpanExport(Protocol):
@@ -45,6 +87,22 @@ class SpanExport(Protocol):
 
 def root_ref(session_id: str) -> SpanRef:
     return session_root(session_id)
+
+
+def _ref(session: str, kind: str, key: str) -> SpanRef:
+    ids = DeterministicIds(session)
+    return SpanRef(ids.trace_id, ids.span_id(kind, key))
+
+
+def _agent_ref(session: str, agent_id: str) -> SpanRef:
+    return _ref(session, "agent", agent_id)
+
+
+@dataclass(order=True)
+class _Later:
+    due: float
+    seq: int
+    run: Callable[[], None] = field(compare=False)
 
 
 class ServerTracer:
@@ -57,159 +115,697 @@ class ServerTracer:
         *,
         content: ContentPolicy | None = None,
         clock: Callable[[], int] = time.time_ns,
+        state: TraceState | None = None,
+        idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
     ) -> None:
         self._sink = sink
         self._prices = prices
         self._content = content or ContentPolicy()
         self._clock = clock
+        self._state = state or MemoryTraceState()
+        self.idle_timeout_s = idle_timeout_s
+        self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self._later: list[_Later] = []
+        self._seq = itertools.count()
+        self._busy = 0
+        self._idle = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
 
-    # --- proxy ------------------------------------------------------------------------------
+    # --- the worker ---------------------------------------------------------------------
+    def _submit(self, fn: Callable[..., None], *args: Any) -> None:
+        if self._closed:
+            return
+        at = self._clock()
+        with self._idle:
+            self._busy += 1
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._work, name="agent-gateway-trace", daemon=True
+                )
+                self._thread.start()
+        self._queue.put(lambda: fn(*args, at))
+
+    def _work(self) -> None:
+        next_sweep = time.monotonic() + self._sweep_every()
+        while True:
+            wait = max(0.0, min([next_sweep, *(x.due for x in self._later[:1])]) - time.monotonic())
+            try:
+                job = self._queue.get(timeout=wait)
+            except queue.Empty:
+                job = None
+                if self._closed:
+                    return
+            else:
+                if job is None:
+                    return
+            if job is not None:
+                self._run(job)
+            now = time.monotonic()
+            while self._later and self._later[0].due <= now:
+                self._run(heapq.heappop(self._later).run)
+            if now >= next_sweep:
+                self._sweep()
+                next_sweep = now + self._sweep_every()
+
+    def _run(self, job: Callable[[], None]) -> None:
+        try:
+            job()
+        except OSError as exc:  # the shared trace state is unreachable: one line, not a trace
+            log.error("span building failed: %s", exc)
+        except Exception:  # tracing never takes the gateway down
+            log.exception("span building failed")
+        finally:
+            with self._idle:
+                self._busy -= 1
+                self._idle.notify_all()
+
+    def _retry(self, delay_s: float, fn: Callable[[], None]) -> None:
+        with self._idle:
+            self._busy += 1
+        heapq.heappush(self._later, _Later(time.monotonic() + delay_s, next(self._seq), fn))
+
+    def _sweep_every(self) -> float:
+        return min(30.0, max(0.2, self.idle_timeout_s / 4))
+
+    def flush(self, timeout_s: float = 5.0) -> bool:
+        """Wait until every queued event (and retry) is handled; True when done in time."""
+        deadline = time.monotonic() + timeout_s
+        with self._idle:
+            while self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(left)
+        return True
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Handle what is queued (bounded), then stop the worker."""
+        self.flush(timeout_s)
+        self._closed = True
+        self._queue.put(None)
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    # --- entry points (called on the event loop: they only queue) ------------------------
     def on_exchange(self, exchange: ProxiedExchange) -> None:
-        """A proxied /v1/messages request ended: one chat span under the session's root."""
-        if not exchange.session_id:
-            return  # no session, no trace to join
-        events = exchange.events or events_from_message(exchange.body_json)
-        message_id = _message_id(events) or f"request:{exchange.started_ns}"
-        ids = DeterministicIds(exchange.session_id)
-        ttft = exchange.first_token_ns or exchange.first_byte_ns
-        meta = ChatRequestMeta(
-            start_ns=exchange.started_ns,
-            end_ns=exchange.ended_ns or self._clock(),
-            request_model=exchange.request_model,
-            http_status=exchange.status,
-            retry_count=exchange.retry_count,
-            ttft_ns=ttft - exchange.started_ns if ttft else None,
-            conversation_id=exchange.session_id,
-        )
-        spec = chat_span_from_sse(
-            events,
-            meta,
-            parent=root_ref(exchange.session_id),
-            span_id=ids.span_id("chat", message_id),
-            prices=self._prices,
-            content=self._content,
-        )
-        if exchange.agent_id or exchange.error:
-            extra: dict[str, AttributeValue] = dict(spec.attributes)
-            if exchange.agent_id:
-                extra[A.AGENT_ID] = exchange.agent_id
-            if exchange.error:
-                extra[A.CHAT_ERROR_MESSAGE] = exchange.error
-            spec = _with_attributes(spec, extra)
-        self._sink.export([spec])
+        if exchange.session_id:
+            self._submit(self._exchange, exchange)
 
-    # --- hooks ------------------------------------------------------------------------------
+    def on_pre_tool_use(self, body: Mapping[str, Any], decision: Decision) -> None:
+        self._submit(self._pre_tool_use, dict(body), decision)
+
     def on_tool_denied(self, body: Mapping[str, Any], decision: Decision) -> None:
-        """A PreToolUse deny: no PostToolUse follows, so the span is complete now."""
-        now = self._clock()
-        self._export_tool(body, decision, start_ns=now, end_ns=now, is_error=None)
+        self.on_pre_tool_use(body, decision)
 
     def on_tool_end(self, body: Mapping[str, Any], decision: Decision | None, failed: bool) -> None:
-        """PostToolUse / PostToolUseFailure: start = now - duration_ms when Claude Code says.
-        `decision`: the one enforced at PreToolUse, None when this replica did not make it."""
-        now = self._clock()
-        duration = body.get("duration_ms")
-        if isinstance(duration, int | float) and not isinstance(duration, bool) and duration >= 0:
-            start = now - int(duration * 1e6)
-        else:
-            start = now
-        self._export_tool(body, decision, start_ns=start, end_ns=now, is_error=failed)
+        self._submit(self._tool_end, dict(body), decision, failed)
 
     def on_compaction(
         self, body: Mapping[str, Any], start_ns: int, archive_id: str, error: str
     ) -> None:
-        session_id = str(body.get("session_id") or "")
-        if not session_id:
-            return
-        ids = DeterministicIds(session_id)
-        trigger = str(body.get("trigger") or "")
-        comp = Compaction(
-            span_id=ids.span_id("compaction", f"{trigger}:{start_ns}"),
-            start_ns=start_ns,
-            end_ns=self._clock(),
-            trigger=trigger or None,
-            archive_id=archive_id or None,
-            archive_error=error or None,
-        )
-        spec = compaction_spec(comp, {A.GEN_AI_CONVERSATION_ID: session_id})
-        root = root_ref(session_id)
-        self._sink.export([_placed(spec, trace_id=root.trace_id, parent_span_id=root.span_id)])
+        self._submit(self._pre_compact, dict(body), start_ns, archive_id, error)
+
+    def on_hook(self, event: str, body: Mapping[str, Any]) -> None:
+        """Any other observed hook event (the ones the tree needs are handled)."""
+        handler = {
+            "SubagentStart": self._subagent_start,
+            "SubagentStop": self._subagent_stop,
+            "PostCompact": self._post_compact,
+            "UserPromptSubmit": self._prompt,
+            "Stop": self._stop,
+            "StopFailure": self._stop_failure,
+            "SessionEnd": self._session_end,
+        }.get(event)
+        if handler is not None:
+            self._submit(handler, dict(body))
+        elif body.get("session_id"):
+            self._submit(self._seen, dict(body))
 
     def on_session_end(self, body: Mapping[str, Any]) -> None:
-        """SessionEnd: the root span, from the transcript's first timestamp to now."""
-        session_id = str(body.get("session_id") or "")
-        if not session_id:
-            return
-        now = self._clock()
-        start = transcript_start_ns(str(body.get("transcript_path") or "")) or now
-        root = root_ref(session_id)
-        attrs: dict[str, AttributeValue] = {
-            A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
-            A.GEN_AI_PROVIDER_NAME: A.PROVIDER_ANTHROPIC,
-            A.GEN_AI_AGENT_NAME: AGENT_NAME,
-            A.GEN_AI_CONVERSATION_ID: session_id,
-        }
-        if body.get("reason"):
-            attrs[A.SESSION_END_REASON] = str(body["reason"])
-        self._sink.export(
-            [
-                SpanSpec(
-                    name=f"{A.OP_INVOKE_AGENT} {AGENT_NAME}",
-                    trace_id=root.trace_id,
-                    span_id=root.span_id,
-                    parent_span_id=None,
-                    start_ns=min(start, now),
-                    end_ns=now,
-                    attributes=attrs,
-                )
-            ]
+        self.on_hook("SessionEnd", body)
+
+    # --- session bookkeeping --------------------------------------------------------------
+    def _session(self, body: Mapping[str, Any], at_ns: int) -> str:
+        """The session of a hook input, marked active (its root opened if it was not)."""
+        session = str(body.get("session_id") or "")
+        if session:
+            self._active(session, at_ns, str(body.get("transcript_path") or ""))
+        return session
+
+    def _active(self, session: str, at_ns: int, transcript_path: str = "") -> None:
+        state = self._state
+        state.touch(session, at_ns)
+        if state.set_new(session, "root-open", "1"):
+            # A new process of the session (a resumed one): its root counts afresh.
+            start = transcript_start_ns(transcript_path) if transcript_path else None
+            state.set(
+                session,
+                {"start": str(min(at_ns, start or at_ns)), "stop": "", "cost": "0.0",
+                 "unpriced": "0", "prompt": "", "answer": "", "failure": "", "turns:": "0"},
+            )
+
+    def _seen(self, body: dict[str, Any], at_ns: int) -> None:
+        self._session(body, at_ns)
+
+    def _export(self, spec: SpanSpec) -> None:
+        self._sink.export([spec])
+
+    def _spec(
+        self,
+        session: str,
+        name: str,
+        span_id: int,
+        parent_span_id: int | None,
+        start_ns: int,
+        end_ns: int,
+        attrs: Mapping[str, AttributeValue],
+        status: SpanStatus = UNSET,
+    ) -> SpanSpec:
+        return SpanSpec(
+            name=name,
+            trace_id=root_ref(session).trace_id,
+            span_id=span_id,
+            parent_span_id=parent_span_id,
+            start_ns=start_ns,
+            end_ns=max(start_ns, end_ns),
+            attributes={A.GEN_AI_CONVERSATION_ID: session, **attrs},
+            status=status,
         )
 
-    def _export_tool(
+    # --- responses ------------------------------------------------------------------------
+    def _exchange(self, ex: ProxiedExchange, at_ns: int) -> None:
+        session = ex.session_id
+        self._active(session, at_ns)
+        state = self._state
+        events = ex.events or events_from_message(ex.body_json)
+        acc = ChatAccumulator()
+        for event in events:
+            acc.apply(event)
+        message_id = acc.message_id
+        ttft = ex.first_token_ns or ex.first_byte_ns
+        meta = ChatRequestMeta(
+            start_ns=ex.started_ns,
+            end_ns=ex.ended_ns or at_ns,
+            request_model=ex.request_model,
+            http_status=ex.status,
+            retry_count=ex.retry_count,
+            ttft_ns=ttft - ex.started_ns if ttft else None,
+            conversation_id=session,
+        )
+        compaction = None if ex.agent_id else _json(state.get(session, "compaction"))
+        parent = self._context_ref(session, ex.agent_id)
+        if compaction is not None:
+            parent = _ref(session, "compaction", str(compaction["n"]))
+        elif message_id and acc.saw_start:
+            parent = _ref(session, TURN, message_id)
+        spec = chat_span_from_sse(
+            events,
+            meta,
+            parent=parent,
+            span_id=_ref(session, "chat", message_id or f"request:{ex.started_ns}").span_id,
+            prices=self._prices,
+            content=self._content,
+            sent=self._sent(ex) if self._content.capture else None,
+        )
+        extra: dict[str, AttributeValue] = {}
+        if ex.agent_id:
+            extra[A.AGENT_ID] = ex.agent_id
+            tool_use_id = state.get(session, f"agent-tool:{ex.agent_id}")
+            if tool_use_id:
+                extra[A.PARENT_TOOL_USE_ID] = tool_use_id
+        if ex.error:
+            extra[A.CHAT_ERROR_MESSAGE] = ex.error
+        if extra:
+            spec = replace(spec, attributes={**spec.attributes, **extra})
+        self._export(spec)
+        cost = spec.attributes.get(A.GEN_AI_USAGE_COST)
+        if isinstance(cost, float | int):
+            state.add(session, "cost", float(cost))
+        elif acc.saw_start:
+            state.add(session, "unpriced", 1)
+        if compaction is not None or not message_id or not acc.saw_start:
+            return
+        if not ex.agent_id:
+            fields = {"stop": acc.stop_reason or ""}
+            if ex.request_model and not state.get(session, "model"):
+                fields["model"] = ex.request_model
+            state.set(session, fields)
+        tool_ids = [t.id for t in acc.tool_uses]
+        index = int(state.add(session, f"turns:{ex.agent_id}", 1))
+        turn = {
+            "start": meta.start_ns,
+            "chat_end": meta.end_ns,
+            "tools": tool_ids,
+            "index": index,
+            "agent": ex.agent_id,
+            "cost": cost if isinstance(cost, float | int) else None,
+        }
+        state.set(
+            session,
+            {
+                f"turn:{message_id}": json.dumps(turn),
+                **{f"tool-turn:{t}": message_id for t in tool_ids},
+            },
+        )
+        self._maybe_end_turn(session, message_id)
+
+    def _context_ref(self, session: str, agent_id: str) -> SpanRef:
+        return _agent_ref(session, agent_id) if agent_id else root_ref(session)
+
+    def _sent(self, ex: ProxiedExchange) -> ChatInput | None:
+        """What the request sent, parsed from its body (content capture only, bounded)."""
+        body = ex.request_body
+        if not body or len(body) > MAX_PARSED_BODY:
+            return None
+        try:
+            request = json.loads(body)
+        except ValueError:
+            return None
+        if not isinstance(request, dict):
+            return None
+        return ChatInput(
+            messages=M.request_messages(request.get("messages")),
+            system=M.system_instructions(request.get("system")),
+            tools=M.tool_definitions(request.get("tools")),
+        )
+
+    def _maybe_end_turn(self, session: str, message_id: str) -> None:
+        """Emit the turn once its response and every tool it asked for have ended."""
+        state = self._state
+        turn = _json(state.get(session, f"turn:{message_id}"))
+        if turn is None:
+            return
+        ends = [state.get(session, f"tool-end:{t}") for t in turn["tools"]]
+        if any(e is None for e in ends):
+            return
+        if not state.remove(session, f"turn:{message_id}"):
+            return  # another replica emitted it
+        self._emit_turn(session, message_id, turn, [int(e or 0) for e in ends])
+
+    def _emit_turn(
+        self, session: str, message_id: str, turn: Mapping[str, Any], ends: Sequence[int],
+        *, incomplete: bool = False,
+    ) -> None:
+        agent_id = str(turn.get("agent") or "")
+        agent_type = self._state.get(session, f"agent-type:{agent_id}") if agent_id else None
+        tool_use_id = self._state.get(session, f"agent-tool:{agent_id}") if agent_id else None
+        attrs = turn_attributes(
+            int(turn["index"]),
+            len(turn["tools"]),
+            agent_type or AGENT_NAME,
+            turn.get("cost"),
+            tool_use_id or "",
+        )
+        if agent_id:
+            attrs[A.AGENT_ID] = agent_id
+        if incomplete:
+            attrs[A.INCOMPLETE] = True
+        self._export(
+            self._spec(
+                session,
+                TURN,
+                _ref(session, TURN, message_id).span_id,
+                self._context_ref(session, agent_id).span_id,
+                int(turn["start"]),
+                max([int(turn["chat_end"]), *ends]),
+                attrs,
+            )
+        )
+
+    # --- tools ----------------------------------------------------------------------------
+    def _pre_tool_use(self, body: dict[str, Any], decision: Decision, at_ns: int) -> None:
+        session = self._session(body, at_ns)
+        tool_use_id = str(body.get("tool_use_id") or "")
+        if not session or not tool_use_id:
+            return
+        self._state.set(
+            session,
+            {
+                f"tool-start:{tool_use_id}": str(at_ns),
+                f"tool:{tool_use_id}": json.dumps(
+                    {"name": str(body.get("tool_name") or ""), "agent": body.get("agent_id") or "",
+                     "input": body.get("tool_input") if self._content.capture else None}
+                ),
+                f"tool-decision:{tool_use_id}": _decision_json(decision),
+            },
+        )
+        if decision.kind == "deny":  # no PostToolUse follows
+            self._end_tool(session, body, decision, failed=False, end_ns=at_ns, attempt=0)
+
+    def _tool_end(
+        self, body: dict[str, Any], decision: Decision | None, failed: bool, at_ns: int
+    ) -> None:
+        session = self._session(body, at_ns)
+        tool_use_id = str(body.get("tool_use_id") or "")
+        if not session or not tool_use_id:
+            return
+        response = body.get("tool_response")
+        agent_id = response.get("agentId") if isinstance(response, Mapping) else None
+        if str(body.get("tool_name") or "") in SUBAGENT_TOOLS and isinstance(agent_id, str):
+            self._state.set(session, {f"agent-tool:{agent_id}": tool_use_id})
+            if isinstance(response, Mapping) and response.get("isAsync"):
+                # The call only launched the subagent: it ends when the subagent stops.
+                self._state.set(
+                    session,
+                    {f"task-pending:{tool_use_id}": json.dumps(
+                        {"body": _slim(body), "failed": failed})},
+                )
+                if self._state.get(session, f"agent-end:{agent_id}") is not None:
+                    self._finish_task(session, agent_id, at_ns)
+                return
+            self._emit_agent(session, agent_id, tool_use_id, at_ns)
+        self._end_tool(session, body, decision, failed=failed, end_ns=at_ns, attempt=0)
+
+    def _end_tool(
         self,
+        session: str,
         body: Mapping[str, Any],
         decision: Decision | None,
         *,
-        start_ns: int,
+        failed: bool,
         end_ns: int,
-        is_error: bool | None,
+        attempt: int,
     ) -> None:
-        session_id = str(body.get("session_id") or "")
+        state = self._state
         tool_use_id = str(body.get("tool_use_id") or "")
-        if not session_id or not tool_use_id:
+        message_id = state.get(session, f"tool-turn:{tool_use_id}")
+        if message_id is None and attempt < len(LINK_RETRIES_S):
+            self._retry(
+                LINK_RETRIES_S[attempt],
+                lambda: self._end_tool(
+                    session, body, decision, failed=failed, end_ns=end_ns, attempt=attempt + 1
+                ),
+            )
             return
-        name = str(body.get("tool_name") or "")
+        stored = _json(state.get(session, f"tool:{tool_use_id}")) or {}
+        decision = decision or _decision_from(state.get(session, f"tool-decision:{tool_use_id}"))
+        start = state.get(session, f"tool-start:{tool_use_id}")
+        duration = body.get("duration_ms")
+        if start is None and isinstance(duration, int | float) and not isinstance(duration, bool):
+            start = str(end_ns - int(duration * 1e6))
+        agent_id = str(body.get("agent_id") or stored.get("agent") or "")
         tool = ToolCallState(
             tool_use_id=tool_use_id,
-            name=name,
-            span_id=session_tool(session_id, tool_use_id).span_id,
-            start_ns=start_ns,
+            name=str(body.get("tool_name") or stored.get("name") or ""),
+            span_id=_ref(session, TOOL_SPAN_KIND, tool_use_id).span_id,
+            start_ns=min(int(start or end_ns), end_ns),
             end_ns=end_ns,
             decision=decision,
-            is_error=is_error,
-            input=body.get("tool_input"),
+            is_error=True if decision is not None and decision.kind == "deny" else failed,
+            input=body.get("tool_input", stored.get("input")),
+            result=body.get("tool_response"),
+            agent_id=agent_id,
+            decided_ns=int(start) if start else None,
+        )
+        turn = _json(state.get(session, f"turn:{message_id}")) if message_id else None
+        split = None
+        if turn is not None and turn.get("cost") is not None and turn["tools"]:
+            split = float(turn["cost"]) / len(turn["tools"])
+        attrs = tool_attributes(tool, split_cost=split, content=self._content)
+        if decision is None:  # PreToolUse was answered elsewhere, or not at all
+            attrs[A.POLICY_DECISION] = DECISION_UNKNOWN
+        if agent_id:
+            parent_tool = state.get(session, f"agent-tool:{agent_id}")
+            if parent_tool:
+                attrs[A.PARENT_TOOL_USE_ID] = parent_tool
+        if message_id is not None:
+            parent = _ref(session, TURN, message_id)
+        else:
+            parent = self._context_ref(session, agent_id)
+        spec = self._spec(
+            session,
+            f"execute_tool {tool.name}" if tool.name else "execute_tool",
+            tool.span_id,
+            parent.span_id,
+            tool.start_ns,
+            end_ns,
+            attrs,
+            tool_status(tool),
+        )
+        self._export(replace(spec, events=tool_events(tool)))
+        state.set(session, {f"tool-end:{tool_use_id}": str(end_ns)})
+        if message_id is not None:
+            self._maybe_end_turn(session, message_id)
+
+    # --- subagents ------------------------------------------------------------------------
+    def _subagent_start(self, body: dict[str, Any], at_ns: int) -> None:
+        session = self._session(body, at_ns)
+        agent_id = str(body.get("agent_id") or "")
+        if session and agent_id:
+            self._state.set_new(session, f"agent-start:{agent_id}", str(at_ns))
+            self._state.set(session, {f"agent-type:{agent_id}": str(body.get("agent_type") or "")})
+
+    def _subagent_stop(self, body: dict[str, Any], at_ns: int) -> None:
+        session = self._session(body, at_ns)
+        agent_id = str(body.get("agent_id") or "")
+        if not session or self._state.get(session, f"agent-start:{agent_id}") is None:
+            return  # not a subagent this gateway saw start (a compaction's, say)
+        self._state.set(session, {f"agent-end:{agent_id}": str(at_ns)})
+        self._finish_task(session, agent_id, at_ns)
+
+    def _finish_task(self, session: str, agent_id: str, at_ns: int) -> None:
+        """A background subagent stopped: its span, then its Task/Agent call's span."""
+        tool_use_id = self._state.get(session, f"agent-tool:{agent_id}")
+        if not tool_use_id:
+            return  # a foreground subagent: its PostToolUse comes next and ends both
+        pending = _json(self._state.get(session, f"task-pending:{tool_use_id}"))
+        if pending is None or not self._state.remove(session, f"task-pending:{tool_use_id}"):
+            return
+        self._emit_agent(session, agent_id, tool_use_id, at_ns)
+        self._end_tool(
+            session, pending["body"], None, failed=bool(pending["failed"]), end_ns=at_ns, attempt=0
+        )
+
+    def _emit_agent(self, session: str, agent_id: str, tool_use_id: str, at_ns: int) -> None:
+        state = self._state
+        if not state.set_new(session, f"agent-emitted:{agent_id}", "1"):
+            return
+        start = int(state.get(session, f"agent-start:{agent_id}") or at_ns)
+        end = int(state.get(session, f"agent-end:{agent_id}") or at_ns)
+        agent_type = state.get(session, f"agent-type:{agent_id}") or ""
+        self._export(
+            self._spec(
+                session,
+                agent_span_name(agent_type),
+                _agent_ref(session, agent_id).span_id,
+                _ref(session, TOOL_SPAN_KIND, tool_use_id).span_id,
+                start,
+                end,
+                agent_attributes(agent_type, agent_id, tool_use_id),
+            )
+        )
+
+    # --- compaction -----------------------------------------------------------------------
+    def _pre_compact(
+        self, body: dict[str, Any], start_ns: int, archive_id: str, error: str, at_ns: int
+    ) -> None:
+        session = self._session(body, at_ns)
+        if not session:
+            return
+        n = int(self._state.add(session, "compactions", 1))
+        record = {"n": n, "start": start_ns, "trigger": str(body.get("trigger") or ""),
+                  "archive_id": archive_id, "archive_error": error}
+        self._state.set(session, {"compaction": json.dumps(record)})
+
+    def _post_compact(self, body: dict[str, Any], at_ns: int) -> None:
+        session = self._session(body, at_ns)
+        if session:
+            self._end_compaction(session, at_ns, result="success")
+
+    def _end_compaction(self, session: str, at_ns: int, *, result: str | None) -> None:
+        record = _json(self._state.get(session, "compaction"))
+        if record is None or not self._state.remove(session, "compaction"):
+            return
+        comp = Compaction(
+            span_id=_ref(session, "compaction", str(record["n"])).span_id,
+            start_ns=int(record["start"]),
+            end_ns=at_ns,
+            trigger=record.get("trigger") or None,
+            result=result,
+            archive_id=record.get("archive_id") or None,
+            archive_error=record.get("archive_error") or None,
+            incomplete=result is None,
+        )
+        spec = compaction_spec(comp, {})
+        self._export(
+            self._spec(
+                session, spec.name, comp.span_id, root_ref(session).span_id, comp.start_ns,
+                at_ns, spec.attributes, spec.status,
+            )
+        )
+
+    # --- the prompt loop and the root -----------------------------------------------------
+    def _prompt(self, body: dict[str, Any], at_ns: int) -> None:
+        session = self._session(body, at_ns)
+        if not session:
+            return
+        fields = {"prompt-open": "1"}
+        if self._content.capture and isinstance(body.get("prompt"), str):
+            fields["prompt"] = body["prompt"]
+        self._state.set(session, fields)
+
+    def _stop(self, body: dict[str, Any], at_ns: int) -> None:
+        session = self._session(body, at_ns)
+        if not session:
+            return
+        self._state.remove(session, "prompt-open")
+        answer = body.get("last_assistant_message")
+        if self._content.capture and isinstance(answer, str):
+            self._state.set(session, {"answer": answer})
+
+    def _stop_failure(self, body: dict[str, Any], at_ns: int) -> None:
+        session = self._session(body, at_ns)
+        if session:
+            error = body.get("error") or body.get("reason") or "StopFailure"
+            self._state.set(session, {"failure": str(error)[:500]})
+
+    def _session_end(self, body: dict[str, Any], at_ns: int) -> None:
+        session = self._session(body, at_ns)
+        if session:
+            self._close_root(session, at_ns, reason=str(body.get("reason") or ""))
+
+    def _sweep(self) -> None:
+        """Close the roots of sessions silent for the idle timeout (a killed `claude -p`
+        never sends SessionEnd)."""
+        now = self._clock()
+        try:
+            silent = self._state.active_before(now - int(self.idle_timeout_s * 1e9))
+        except OSError as exc:
+            log.warning("idle sessions not readable: %s", exc)
+            return
+        for session in silent:
+            try:
+                self._close_root(session, now, idle=True)
+            except Exception:
+                log.exception("closing an idle session's trace failed")
+
+    def _close_root(
+        self, session: str, at_ns: int, *, reason: str = "", idle: bool = False
+    ) -> None:
+        state = self._state
+        state.forget_activity(session)
+        if not state.remove(session, "root-open"):
+            return  # closed already (by another replica, or by the idle timeout)
+        data = state.get_all(session)
+        self._close_leftovers(session, data, at_ns)
+        attrs = root_attributes(AGENT_NAME, data.get("model", ""))
+        if reason:
+            attrs[A.SESSION_END_REASON] = reason
+        stop = data.get("stop")
+        if stop:
+            attrs[A.GEN_AI_RESPONSE_FINISH_REASONS] = (stop,)
+        attrs[A.COST_CHAT_SUM_USD] = float(data.get("cost") or 0.0)
+        attrs[A.COST_UNPRICED_CHATS] = int(float(data.get("unpriced") or 0))
+        if self._content.capture:
+            attrs.update(root_content(
+                self._content, prompt=data.get("prompt") or None,
+                answer=data.get("answer") or None,
+                stop_reason=stop,
+            ))
+        interrupted = "prompt-open" in data
+        status = SpanStatus("ok")
+        if data.get("failure"):
+            status = SpanStatus("error", data["failure"])
+        elif interrupted:
+            status = SpanStatus(
+                "error",
+                "the agent loop ended before finishing its turn (no Stop hook): max turns, "
+                "budget, or the process was stopped",
+            )
+        attrs[A.RESULT_IS_ERROR] = status.code == "error"
+        if idle:
+            attrs[A.SESSION_IDLE_CLOSED] = True
+            attrs[A.INCOMPLETE] = True
+            if status.code == "ok":
+                status = SpanStatus()  # nothing failed that we know of; it just went quiet
+        state.remove(session, "prompt-open")
+        state.remove(session, "failure")
+        start = int(data.get("start") or at_ns)
+        self._export(
+            self._spec(
+                session, f"{A.OP_INVOKE_AGENT} {AGENT_NAME}",
+                DeterministicIds(session).span_id(*ROOT_SPAN), None, start, at_ns, attrs, status,
+            )
+        )
+
+    def _close_leftovers(self, session: str, data: Mapping[str, str], at_ns: int) -> None:
+        """At the end of a session: tools that never ended, their turns, an open compaction,
+        all marked incomplete."""
+        if "compaction" in data:
+            self._end_compaction(session, at_ns, result=None)
+        for key, raw in data.items():
+            if not key.startswith("turn:"):
+                continue
+            turn = _json(raw)
+            message_id = key.removeprefix("turn:")
+            if turn is None or not self._state.remove(session, key):
+                continue
+            ends = []
+            for tool_use_id in turn["tools"]:
+                end = data.get(f"tool-end:{tool_use_id}")
+                if end is None and f"tool-start:{tool_use_id}" in data:
+                    self._leftover_tool(session, data, tool_use_id, message_id, at_ns)
+                ends.append(int(end) if end else at_ns)
+            self._emit_turn(session, message_id, turn, ends, incomplete=True)
+
+    def _leftover_tool(
+        self, session: str, data: Mapping[str, str], tool_use_id: str, message_id: str, at_ns: int
+    ) -> None:
+        stored = _json(data.get(f"tool:{tool_use_id}")) or {}
+        tool = ToolCallState(
+            tool_use_id=tool_use_id,
+            name=str(stored.get("name") or ""),
+            span_id=_ref(session, TOOL_SPAN_KIND, tool_use_id).span_id,
+            start_ns=int(data.get(f"tool-start:{tool_use_id}") or at_ns),
+            end_ns=at_ns,
+            decision=_decision_from(data.get(f"tool-decision:{tool_use_id}")),
+            incomplete=True,
+            agent_id=str(stored.get("agent") or ""),
         )
         attrs = tool_attributes(tool, split_cost=None, content=self._content)
-        if decision is None:
-            attrs[A.POLICY_DECISION] = DECISION_UNKNOWN
-        attrs[A.GEN_AI_CONVERSATION_ID] = session_id
-        if body.get("agent_id"):
-            attrs[A.AGENT_ID] = str(body["agent_id"])
-        root = root_ref(session_id)
-        self._sink.export(
-            [
-                SpanSpec(
-                    name=f"execute_tool {name}" if name else "execute_tool",
-                    trace_id=root.trace_id,
-                    span_id=tool.span_id,
-                    parent_span_id=root.span_id,
-                    start_ns=start_ns,
-                    end_ns=end_ns,
-                    attributes=attrs,
-                    status=tool_status(tool),
-                )
-            ]
+        self._export(
+            self._spec(
+                session, f"execute_tool {tool.name}" if tool.name else "execute_tool",
+                tool.span_id, _ref(session, TURN, message_id).span_id, tool.start_ns, at_ns,
+                attrs, tool_status(tool),
+            )
         )
+
+
+def _json(raw: str | None) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def _decision_json(decision: Decision) -> str:
+    return json.dumps(
+        {"kind": decision.kind, "rule_id": decision.rule_id, "reason": decision.reason,
+         "would_deny": decision.would_deny}
+    )
+
+
+def _decision_from(raw: str | None) -> Decision | None:
+    data = _json(raw)
+    if not isinstance(data, dict):
+        return None
+    return Decision(
+        data.get("kind") or "abstain",
+        rule_id=str(data.get("rule_id") or ""),
+        reason=str(data.get("reason") or ""),
+        would_deny=bool(data.get("would_deny")),
+    )
+
+
+def _slim(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What a pending Task/Agent call's span needs from its PostToolUse input."""
+    keep = ("session_id", "tool_use_id", "tool_name", "tool_input", "tool_response", "agent_id",
+            "duration_ms")
+    return {k: body[k] for k in keep if k in body}
 
 
 def transcript_start_ns(path: str) -> int | None:
@@ -230,20 +826,3 @@ def transcript_start_ns(path: str) -> int | None:
     return None
 
 
-def _message_id(events: Sequence[Mapping[str, Any]]) -> str:
-    for event in events:
-        if event.get("type") == "message_start":
-            return str((event.get("message") or {}).get("id") or "")
-    return ""
-
-
-def _with_attributes(spec: SpanSpec, attrs: Mapping[str, AttributeValue]) -> SpanSpec:
-    from dataclasses import replace
-
-    return replace(spec, attributes=dict(attrs))
-
-
-def _placed(spec: SpanSpec, *, trace_id: int, parent_span_id: int) -> SpanSpec:
-    from dataclasses import replace
-
-    return replace(spec, trace_id=trace_id, parent_span_id=parent_span_id)

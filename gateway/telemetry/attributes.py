@@ -1,43 +1,82 @@
 """Every span attribute name the gateway emits, once.
 
-GenAI names follow the OpenTelemetry GenAI semantic conventions (latest experimental);
-the gateway's own attributes live under the `agent_gateway.` namespace. docs/tracing.md's
-"Span attributes" table lists all of them; a test keeps the two in step.
+GenAI names follow the OpenTelemetry GenAI semantic conventions as generated in
+opentelemetry-semantic-conventions 0.66b2 (schema 1.44.0; the GenAI registry has since moved
+to the semantic-conventions-genai repository, whose names these are); they are taken from
+that package wherever it defines them. OpenInference names (for Phoenix/Arize) come from the
+OpenInference semantic conventions. The gateway's own attributes live under the
+`agent_gateway.` namespace. docs/tracing.md's "Span attributes" table lists all of them; a
+test keeps the two in step.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _gen_ai
+from opentelemetry.semconv.attributes import error_attributes as _error
+from opentelemetry.semconv.attributes import http_attributes as _http
+
+SEMCONV_VERSION: Final = "opentelemetry-semantic-conventions 0.66b2 (schema 1.44.0)"
+"""The conventions followed, named in the docs."""
+
 # --- GenAI semantic conventions -------------------------------------------------------------
-GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
-GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
-GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
-GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
-GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
-GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
-GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
-GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
-GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
-GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
-GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
-GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+GEN_AI_OPERATION_NAME: Final = _gen_ai.GEN_AI_OPERATION_NAME
+GEN_AI_PROVIDER_NAME: Final = _gen_ai.GEN_AI_PROVIDER_NAME
+GEN_AI_AGENT_NAME: Final = _gen_ai.GEN_AI_AGENT_NAME
+GEN_AI_AGENT_ID: Final = _gen_ai.GEN_AI_AGENT_ID
+GEN_AI_CONVERSATION_ID: Final = _gen_ai.GEN_AI_CONVERSATION_ID
+GEN_AI_REQUEST_MODEL: Final = _gen_ai.GEN_AI_REQUEST_MODEL
+GEN_AI_RESPONSE_MODEL: Final = _gen_ai.GEN_AI_RESPONSE_MODEL
+GEN_AI_RESPONSE_ID: Final = _gen_ai.GEN_AI_RESPONSE_ID
+GEN_AI_RESPONSE_FINISH_REASONS: Final = _gen_ai.GEN_AI_RESPONSE_FINISH_REASONS
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = _gen_ai.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK
+GEN_AI_USAGE_INPUT_TOKENS: Final = _gen_ai.GEN_AI_USAGE_INPUT_TOKENS
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = _gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = _gen_ai.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = _gen_ai.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS
 GEN_AI_USAGE_COST: Final = "gen_ai.usage.cost"
-GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
-GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
-GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
-GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
-GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
-GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
-GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
-ERROR_TYPE: Final = "error.type"
-HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
+"""Not (yet) in the conventions: a fixed contract of this project (DESIGN.md)."""
+GEN_AI_TOOL_NAME: Final = _gen_ai.GEN_AI_TOOL_NAME
+GEN_AI_TOOL_CALL_ID: Final = _gen_ai.GEN_AI_TOOL_CALL_ID
+GEN_AI_TOOL_TYPE: Final = _gen_ai.GEN_AI_TOOL_TYPE
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = _gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS
+GEN_AI_TOOL_CALL_RESULT: Final = _gen_ai.GEN_AI_TOOL_CALL_RESULT
+GEN_AI_TOOL_DEFINITIONS: Final = _gen_ai.GEN_AI_TOOL_DEFINITIONS
+GEN_AI_INPUT_MESSAGES: Final = _gen_ai.GEN_AI_INPUT_MESSAGES
+GEN_AI_OUTPUT_MESSAGES: Final = _gen_ai.GEN_AI_OUTPUT_MESSAGES
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = _gen_ai.GEN_AI_SYSTEM_INSTRUCTIONS
+ERROR_TYPE: Final = _error.ERROR_TYPE
+HTTP_RESPONSE_STATUS_CODE: Final = _http.HTTP_RESPONSE_STATUS_CODE
 
 # Values of gen_ai.operation.name and gen_ai.provider.name.
-OP_INVOKE_AGENT: Final = "invoke_agent"
-OP_CHAT: Final = "chat"
-OP_EXECUTE_TOOL: Final = "execute_tool"
-PROVIDER_ANTHROPIC: Final = "anthropic"
+OP_INVOKE_AGENT: Final = _gen_ai.GenAiOperationNameValues.INVOKE_AGENT.value
+OP_CHAT: Final = _gen_ai.GenAiOperationNameValues.CHAT.value
+OP_EXECUTE_TOOL: Final = _gen_ai.GenAiOperationNameValues.EXECUTE_TOOL.value
+PROVIDER_ANTHROPIC: Final = _gen_ai.GenAiProviderNameValues.ANTHROPIC.value
+
+# --- OpenInference (Phoenix, Arize): on unless AGENT_GATEWAY_OPENINFERENCE=0 ------------------
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+INPUT_VALUE: Final = "input.value"
+INPUT_MIME_TYPE: Final = "input.mime_type"
+OUTPUT_VALUE: Final = "output.value"
+OUTPUT_MIME_TYPE: Final = "output.mime_type"
+SESSION_ID: Final = "session.id"
+"""On invoke_agent spans: the conversation id where Langfuse (and OpenInference) look for it."""
+OPENINFERENCE_PROJECT_NAME: Final = "openinference.project.name"
+"""A resource attribute (OTEL_RESOURCE_ATTRIBUTES): the Phoenix project a trace is filed in."""
+# Values of openinference.span.kind.
+OI_AGENT: Final = "AGENT"
+OI_LLM: Final = "LLM"
+OI_TOOL: Final = "TOOL"
+OI_CHAIN: Final = "CHAIN"
+
+# --- span events ----------------------------------------------------------------------------
+EVENT_POLICY_DENY: Final = "agent_gateway.policy.deny"
+"""On an execute_tool span the gateway's policy denied (status stays unset: a deny is the
+gateway doing its job, not a failure)."""
+EVENT_PERMISSION_REJECT: Final = "agent_gateway.permission.reject"
+"""On an execute_tool span Claude Code's own permissions rejected."""
 
 # --- agent_gateway: the run's result (root span) ---------------------------------------------
 RESULT_SUBTYPE: Final = "agent_gateway.result.subtype"
@@ -126,11 +165,14 @@ COMPACTION_ARCHIVE_ERROR: Final = "agent_gateway.compaction.archive_error"
 COMPACTION_COST_USD: Final = "agent_gateway.compaction.cost_usd"
 """The summary request's cost: the query's tokens beyond its chat spans', priced."""
 
-# --- agent_gateway: server mode ----------------------------------------------------------------
+# --- agent_gateway: subagents and server mode ---------------------------------------------------
 AGENT_ID: Final = "agent_gateway.agent_id"
-"""Behind `serve`: the subagent (x-claude-code-agent-id / hook agent_id) a span belongs to."""
+"""The subagent (x-claude-code-agent-id / hook agent_id / task id) a span belongs to."""
 SESSION_END_REASON: Final = "agent_gateway.session.end_reason"
 """Behind `serve`: the SessionEnd hook's reason, on the root."""
+SESSION_IDLE_CLOSED: Final = "agent_gateway.session.idle_closed"
+"""Behind `serve`: the root was closed by the idle timeout (the process never said
+SessionEnd: killed, or still silent), so it is also marked incomplete."""
 
 # --- agent_gateway: bookkeeping ----------------------------------------------------------------
 INCOMPLETE: Final = "agent_gateway.incomplete"

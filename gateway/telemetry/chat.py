@@ -6,11 +6,13 @@ response; `chat_attributes` turns it into span attributes. Both are pure.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.telemetry import attributes as A
+from gateway.telemetry import messages as M
 from gateway.telemetry.content import ContentPolicy
 from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec, SpanStatus
 from gateway.telemetry.pricing import PriceTable, Usage
@@ -41,6 +43,7 @@ def usage_from_api(raw: Mapping[str, Any]) -> Usage:
 class ToolUseBlock:
     id: str
     name: str
+    input_json: str = ""
 
 
 @dataclass(slots=True)
@@ -60,7 +63,10 @@ class ChatAccumulator:
     final_source: str = ""
     texts: list[str] = field(default_factory=list)
     tool_uses: list[ToolUseBlock] = field(default_factory=list)
+    order: list[ToolUseBlock | int] = field(default_factory=list)
+    """Content blocks in order: a tool use, or the index of a text in `texts`."""
     _blocks: dict[int, ToolUseBlock | list[str]] = field(default_factory=dict)
+    _text_slots: dict[int, int] = field(default_factory=dict)
 
     def apply(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")
@@ -100,11 +106,16 @@ class ChatAccumulator:
             return  # the stream events carry the blocks already
         for block in message.get("content") or []:
             if block.get("type") == "text":
+                self.order.append(len(self.texts))
                 self.texts.append(str(block.get("text") or ""))
             elif block.get("type") == "tool_use":
-                self.tool_uses.append(
-                    ToolUseBlock(str(block.get("id") or ""), str(block.get("name") or ""))
+                tool = ToolUseBlock(
+                    str(block.get("id") or ""),
+                    str(block.get("name") or ""),
+                    json.dumps(block.get("input") or {}),
                 )
+                self.tool_uses.append(tool)
+                self.order.append(tool)
 
     def apply_final(self, usage: Usage, stop_reason: str | None, *, source: str) -> None:
         """The response's final usage and stop reason from outside the stream (`source` names
@@ -133,25 +144,48 @@ class ChatAccumulator:
             return "stream"
         return self.final_source if self.final_usage is not None else "assistant_message"
 
+    def output_parts(self) -> list[M.Part]:
+        """The response's content as the conventions' parts, in order."""
+        parts: list[M.Part] = []
+        for item in self.order:
+            if isinstance(item, ToolUseBlock):
+                arguments = M.arguments_object(item.input_json)
+                parts.append(M.tool_call_part(item.id, item.name, arguments))
+            else:
+                parts.append(M.text_part(self.texts[item]))
+        return parts
+
     def _merge_usage(self, raw: Any) -> None:
         if isinstance(raw, Mapping):
             self.usage_raw.update({k: v for k, v in raw.items() if v is not None})
 
     def _start_block(self, index: int, block: Mapping[str, Any]) -> None:
         if block.get("type") == "tool_use":
-            tool = ToolUseBlock(str(block.get("id") or ""), str(block.get("name") or ""))
+            # A stream starts the block with `input: {}` and sends the input as deltas; a
+            # whole message (events_from_message) carries it here.
+            given = block.get("input")
+            tool = ToolUseBlock(
+                str(block.get("id") or ""),
+                str(block.get("name") or ""),
+                json.dumps(given) if given else "",
+            )
             self.tool_uses.append(tool)
+            self.order.append(tool)
             self._blocks[index] = tool
         elif block.get("type") == "text":
             parts = [str(block.get("text") or "")]
             self._blocks[index] = parts
-            self.texts.append("")
+            self._text_slots[index] = len(self.texts)
+            self.order.append(len(self.texts))
+            self.texts.append(parts[0])
 
     def _delta(self, index: int, delta: Mapping[str, Any]) -> None:
         target = self._blocks.get(index)
-        if isinstance(target, list) and delta.get("type") == "text_delta":
+        if isinstance(target, ToolUseBlock) and delta.get("type") == "input_json_delta":
+            target.input_json += str(delta.get("partial_json") or "")
+        elif isinstance(target, list) and delta.get("type") == "text_delta":
             target.append(str(delta.get("text") or ""))
-            self.texts[-1] = "".join(target)
+            self.texts[self._text_slots[index]] = "".join(target)
 
 
 def events_from_message(message: Mapping[str, Any] | None) -> list[dict[str, Any]]:
@@ -161,6 +195,10 @@ def events_from_message(message: Mapping[str, Any] | None) -> list[dict[str, Any
     usage = message.get("usage") or {}
     return [
         {"type": "message_start", "message": {**message, "stop_reason": None}},
+        *(
+            {"type": "content_block_start", "index": i, "content_block": block}
+            for i, block in enumerate(message.get("content") or [])
+        ),
         {
             "type": "message_delta",
             "delta": {"stop_reason": message.get("stop_reason")},
@@ -184,6 +222,15 @@ def chat_span_name(model: str) -> str:
     return f"chat {model}" if model else "chat"
 
 
+@dataclass(frozen=True, slots=True)
+class ChatInput:
+    """What was sent to the model, when known (content capture only)."""
+
+    messages: Sequence[M.Message] = ()
+    system: Sequence[M.Part] = ()
+    tools: Sequence[Mapping[str, Any]] = ()
+
+
 def chat_attributes(
     acc: ChatAccumulator,
     *,
@@ -191,6 +238,7 @@ def chat_attributes(
     prices: PriceTable,
     content: ContentPolicy,
     conversation_id: str = "",
+    sent: ChatInput | None = None,
 ) -> tuple[dict[str, AttributeValue], float | None]:
     """The chat span's attributes and its cost (None when unknown)."""
     usage = acc.usage
@@ -226,15 +274,32 @@ def chat_attributes(
             attrs[A.GEN_AI_USAGE_COST] = cost
     if acc.error_type:
         attrs[A.ERROR_TYPE] = acc.error_type
-    output = content.render(
-        {
-            "text": "".join(acc.texts),
-            "tool_calls": [{"id": t.id, "name": t.name} for t in acc.tool_uses],
-        }
-    )
-    if output is not None:
-        attrs[A.GEN_AI_OUTPUT_MESSAGES] = output
+    if content.capture:
+        attrs.update(chat_content(acc, content, sent))
     return attrs, cost
+
+
+def chat_content(
+    acc: ChatAccumulator, content: ContentPolicy, sent: ChatInput | None
+) -> dict[str, AttributeValue]:
+    """The conventions' message attributes of one response (content capture on)."""
+    attrs: dict[str, AttributeValue] = {}
+    if acc.saw_start or acc.order:
+        finish = M.finish_reason(acc.stop_reason, error=bool(acc.error_type))
+        output = content.render_list([M.output_message(acc.output_parts(), finish)])
+        if output is not None:
+            attrs[A.GEN_AI_OUTPUT_MESSAGES] = output
+    if sent is None:
+        return attrs
+    for name, items in (
+        (A.GEN_AI_INPUT_MESSAGES, sent.messages),
+        (A.GEN_AI_SYSTEM_INSTRUCTIONS, sent.system),
+        (A.GEN_AI_TOOL_DEFINITIONS, sent.tools),
+    ):
+        rendered = content.render_list(list(items)) if items else None
+        if rendered is not None:
+            attrs[name] = rendered
+    return attrs
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +323,7 @@ def chat_span_from_sse(
     span_id: int,
     prices: PriceTable,
     content: ContentPolicy | None = None,
+    sent: ChatInput | None = None,
 ) -> SpanSpec:
     """A chat span from a tapped Messages API SSE sequence (message_start .. message_stop)."""
     acc = ChatAccumulator()
@@ -269,11 +335,13 @@ def chat_span_from_sse(
         prices=prices,
         content=content or ContentPolicy(),
         conversation_id=meta.conversation_id,
+        sent=sent,
     )
     attrs[A.HTTP_RESPONSE_STATUS_CODE] = meta.http_status
     attrs[A.CHAT_RETRY_COUNT] = meta.retry_count
     if meta.ttft_ns is not None:
         attrs[A.CHAT_TTFT_MS] = meta.ttft_ns / 1e6
+        attrs[A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = meta.ttft_ns / 1e9
     status = SpanStatus()
     if meta.http_status >= 400 or acc.error_type:
         error = acc.error_type or str(meta.http_status)

@@ -59,7 +59,12 @@ def compaction_spec(comp: Compaction, base: Mapping[str, AttributeValue]) -> Spa
     if comp.incomplete:
         attrs[A.INCOMPLETE] = True
     failed = comp.result not in (None, "success") or comp.error
-    status = SpanStatus("error", comp.error or str(comp.result)) if failed else SpanStatus()
+    if failed:
+        status = SpanStatus("error", comp.error or str(comp.result))
+    elif comp.archive_error:  # compacted, but the transcript was not archived first
+        status = SpanStatus("error", f"archive failed: {comp.archive_error}")
+    else:
+        status = SpanStatus()
     return SpanSpec(
         name=SPAN_NAME,
         trace_id=0,

@@ -40,6 +40,7 @@ from opentelemetry.sdk.trace.export import (
 )
 
 from gateway.errors import ConfigError
+from gateway.telemetry import openinference
 from gateway.telemetry.content import capture_enabled
 from gateway.telemetry.model import SpanSpec
 from gateway.telemetry.readable import to_readable
@@ -70,6 +71,8 @@ class ExportSettings:
     resource: Mapping[str, str] = field(default_factory=dict)
     probe: bool = True
     """Probe the collector with a TCP connect before exporting (off behind a proxy)."""
+    openinference: bool = True
+    """Add OpenInference attributes (AGENT_GATEWAY_OPENINFERENCE=0 turns them off)."""
 
 
 def resource_attributes(env: Mapping[str, str]) -> dict[str, str]:
@@ -141,10 +144,24 @@ def otlp_transport(
 
 
 def export_settings(env: Mapping[str, str], home: Path) -> ExportSettings:
-    """Read the standard OTEL_* variables (and nothing else) into settings: pure."""
+    """Read the standard OTEL_* variables into settings: pure. Two of the gateway's own say
+    where and how: AGENT_GATEWAY_SPAN_FILE=always keeps the local span file beside an
+    exporter, AGENT_GATEWAY_OPENINFERENCE=0 leaves the OpenInference attributes out."""
     exporters = exporter_names(env, "OTEL_TRACES_EXPORTER")
     if exporters is None:
         exporters = ("otlp",) if endpoint_given(env, "traces") else (FILE,)
+    keep_file = (env.get("AGENT_GATEWAY_SPAN_FILE") or "").strip().lower()
+    if keep_file not in ("", "always", "auto"):
+        raise ConfigError(
+            f"AGENT_GATEWAY_SPAN_FILE: unsupported value {keep_file!r} (expected always or auto)"
+        )
+    if keep_file == "always" and FILE not in exporters:
+        exporters = (*exporters, FILE)
+    openinference = (env.get("AGENT_GATEWAY_OPENINFERENCE") or "1").strip().lower()
+    if openinference not in ("0", "1", "true", "false"):
+        raise ConfigError(
+            f"AGENT_GATEWAY_OPENINFERENCE: unsupported value {openinference!r} (expected 1 or 0)"
+        )
     protocol, endpoint, timeout = otlp_transport(env, "traces", exporters)
     return ExportSettings(
         exporters=exporters,
@@ -157,6 +174,7 @@ def export_settings(env: Mapping[str, str], home: Path) -> ExportSettings:
         ),
         resource=resource_attributes(env),
         probe=not any(env.get(name) for name in PROXY_VARIABLES),
+        openinference=openinference in ("1", "true"),
     )
 
 
@@ -400,8 +418,9 @@ class SpanSink(Pipeline):
     def export(self, specs: Iterable[SpanSpec]) -> None:
         if self._closed or not self._processors:
             return  # OTEL_TRACES_EXPORTER=none: nothing to convert the specs for
+        annotate = self.settings is not None and self.settings.openinference
         for spec in specs:
-            span = to_readable(spec, self._resource)
+            span = to_readable(openinference.annotate(spec) if annotate else spec, self._resource)
             for processor in self._processors:
                 processor.on_end(span)
 

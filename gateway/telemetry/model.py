@@ -30,6 +30,15 @@ class SpanStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class SpanEvent:
+    """Something that happened at one moment of a span (a policy deny, say)."""
+
+    name: str
+    time_ns: int
+    attributes: Attributes = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class SpanSpec:
     """One finished span. Ids are ints (128-bit trace, 64-bit span); times are epoch ns."""
 
@@ -44,6 +53,7 @@ class SpanSpec:
     kind: SpanKindName = "internal"
     parent_is_remote: bool = False
     trace_state: str = ""
+    events: tuple[SpanEvent, ...] = ()
 
     @property
     def duration_ns(self) -> int:

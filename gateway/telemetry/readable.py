@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
 
@@ -40,4 +40,5 @@ def to_readable(spec: SpanSpec, resource: Resource) -> ReadableSpan:
         start_time=spec.start_ns,
         end_time=spec.end_ns,
         instrumentation_scope=SCOPE,
+        events=[Event(e.name, dict(e.attributes), e.time_ns) for e in spec.events],
     )

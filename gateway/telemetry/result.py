@@ -101,12 +101,12 @@ def result_attributes(results: Sequence[Mapping[str, Any]]) -> dict[str, Attribu
 
 
 def result_status(results: Sequence[Mapping[str, Any]]) -> SpanStatus:
-    """ERROR on every error subtype, with the errors; UNSET otherwise."""
+    """ERROR on every error subtype, with the errors; OK for a successful run."""
     if not results:
         return SpanStatus("error", "the stream ended without a result")
     errored = [r for r in results if is_error_result(r)]
     if not errored:
-        return SpanStatus()
+        return SpanStatus("ok")
     errors = [str(e) for r in errored for e in (r.get("errors") or [])]
     subtype = str(errored[0].get("subtype") or "error")
     return SpanStatus("error", f"{subtype}: {'; '.join(errors)}" if errors else subtype)

@@ -38,7 +38,12 @@ def _ms(span: SpanSpec) -> str:
 
 
 def _usd(value: object) -> str:
-    return f"${value:.6f}".rstrip("0").rstrip(".") if isinstance(value, int | float) else "?"
+    if not isinstance(value, int | float):
+        return "?"
+    if abs(value) < 5e-7:  # rounds to zero: never "$-0"
+        return "$0"
+    sign = "-" if value < 0 else ""
+    return f"{sign}${abs(value):.6f}".rstrip("0").rstrip(".")
 
 
 def span_label(span: SpanSpec) -> Text:

@@ -13,7 +13,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from gateway.telemetry.model import SpanSpec, SpanStatus
+from gateway.telemetry.model import AttributeValue, SpanEvent, SpanSpec, SpanStatus
 
 SPAN_FILE = "spans.jsonl"
 
@@ -34,21 +34,28 @@ def span_record(span: ReadableSpan) -> dict[str, Any]:
         "end_ns": span.end_time,
         "kind": span.kind.name.lower(),
         "status": {"code": status_code, "description": span.status.description or ""},
-        "attributes": {
-            k: list(v) if isinstance(v, tuple) else v for k, v in (span.attributes or {}).items()
-        },
+        "attributes": _plain(span.attributes),
+        "events": [
+            {"name": e.name, "time_ns": e.timestamp, "attributes": _plain(e.attributes)}
+            for e in span.events
+        ],
         "resource": dict(span.resource.attributes),
     }
+
+
+def _plain(attributes: Any) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in (attributes or {}).items()}
+
+
+def _attributes(raw: Any) -> dict[str, AttributeValue]:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in (raw or {}).items()}
 
 
 def spec_from_record(record: dict[str, Any]) -> SpanSpec:
     parent = record.get("parent_span_id")
     status = record.get("status") or {}
-    attrs = {
-        k: tuple(v) if isinstance(v, list) else v
-        for k, v in (record.get("attributes") or {}).items()
-    }
     kind = record.get("kind")
+    code = status.get("code")
     return SpanSpec(
         name=str(record.get("name") or ""),
         trace_id=int(record["trace_id"], 16),
@@ -56,12 +63,16 @@ def spec_from_record(record: dict[str, Any]) -> SpanSpec:
         parent_span_id=int(parent, 16) if parent else None,
         start_ns=int(record.get("start_ns") or 0),
         end_ns=int(record.get("end_ns") or 0),
-        attributes=attrs,
+        attributes=_attributes(record.get("attributes")),
         status=SpanStatus(
-            "error" if status.get("code") == "error" else "unset",
-            str(status.get("description") or ""),
+            code if code in ("ok", "error") else "unset", str(status.get("description") or "")
         ),
         kind="client" if kind == "client" else ("server" if kind == "server" else "internal"),
+        events=tuple(
+            SpanEvent(str(e.get("name") or ""), int(e.get("time_ns") or 0),
+                      _attributes(e.get("attributes")))
+            for e in record.get("events") or ()
+        ),
     )
 
 

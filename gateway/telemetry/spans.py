@@ -9,7 +9,8 @@ Span tree:
       turn                                      (one model response + the tools it asked for)
         chat {model}                            (one per message.id, never per block)
         execute_tool {tool}                     (PreToolUse -> PostToolUse / tool_result)
-          turn                                  (a subagent's turns, under its Task/Agent tool)
+          invoke_agent {subagent_type}          (a subagent, under the Task/Agent call that
+            turn ...                             started it; its turns under it)
       compaction                                (status: compacting -> compact_boundary)
 
 A subagent's responses never reach the partial stream (Claude Code 2.1.332), so its chats know
@@ -24,11 +25,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gateway.telemetry import attributes as A
-from gateway.telemetry.chat import ChatAccumulator, chat_attributes, chat_span_name
+from gateway.telemetry import messages as M
+from gateway.telemetry.chat import ChatAccumulator, ChatInput, chat_attributes, chat_span_name
 from gateway.telemetry.compaction import Compaction, compaction_spec, unaccounted_cost
 from gateway.telemetry.content import ContentPolicy
 from gateway.telemetry.ids import (
@@ -42,7 +44,7 @@ from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec, SpanStatu
 from gateway.telemetry.pricing import PriceTable, load_price_table
 from gateway.telemetry.result import result_attributes, result_status, run_cost_usd
 from gateway.telemetry.subagents import TRANSCRIPT_SOURCE, FinalUsage
-from gateway.telemetry.tools import ToolCallState, tool_attributes, tool_status
+from gateway.telemetry.tools import ToolCallState, tool_attributes, tool_events, tool_status
 from gateway.types import Decision
 
 AGENT_NAME = "claude-code"
@@ -61,6 +63,8 @@ class _Chat:
     cost: float | None = None
     held: bool = False
     emitted: bool = False
+    sent: tuple[M.Message, ...] = ()
+    """The conversation before this response (content capture only)."""
 
 
 @dataclass(slots=True)
@@ -79,6 +83,22 @@ class _Turn:
 class _Context:
     turns: int = 0
     current: _Turn | None = None
+    history: list[M.Message] = field(default_factory=list)
+    """The conversation so far (content capture only)."""
+    pending_output: _Chat | None = None
+
+
+@dataclass(slots=True)
+class _Agent:
+    """A subagent: the invoke_agent span between its Task/Agent call and its turns."""
+
+    tool_use_id: str
+    span_id: int
+    start_ns: int
+    end_ns: int
+    agent_id: str = ""
+    agent_type: str = ""
+    emitted: bool = False
 
 
 class TraceBuilder:
@@ -120,6 +140,9 @@ class TraceBuilder:
         self._compactions = 0
         self._pending_archive: tuple[str | None, str | None, str | None] | None = None
         self._final_usage: dict[str, FinalUsage] = {}
+        self._agents: dict[str, _Agent] = {}
+        self._tool_names: tuple[str, ...] = ()
+        self._result_text: str | None = None
         self._root_extra: dict[str, AttributeValue] = {}
         self._window_chats: list[_Chat] = []
         """Chats since the last result: what its model_usage_since_last_result also counts."""
@@ -181,7 +204,9 @@ class TraceBuilder:
     ) -> list[SpanSpec]:
         """PreToolUse seen by the gateway: the tool span starts here, with the decision."""
         tool = self._tool(tool_use_id, tool_name, at_ns)
+        tool.name = tool_name or tool.name  # the name hooks and policies see (Agent, not Task)
         tool.start_ns = at_ns
+        tool.decided_ns = at_ns
         tool.decision = decision
         return []
 
@@ -261,6 +286,9 @@ class TraceBuilder:
         if subtype == "init":
             self._model = self._model or str(msg.get("model") or "")
             self._version = self._version or str(msg.get("claude_code_version") or "")
+            tools = msg.get("tools")
+            if not self._tool_names and isinstance(tools, list):
+                self._tool_names = tuple(str(t) for t in tools)
         elif subtype == "status":
             self._status(msg, at_ns, out)
         elif subtype == "compact_boundary":
@@ -283,6 +311,9 @@ class TraceBuilder:
             tool.task_id = str(msg.get("task_id") or "")
             tool.task_open = True
             self._tasks[tool.task_id] = tool.tool_use_id
+            agent = self._agent(tool.tool_use_id, at_ns)
+            agent.agent_id = agent.agent_id or tool.task_id
+            agent.agent_type = agent.agent_type or str(msg.get("subagent_type") or "")
         elif subtype in ("task_notification", "task_updated"):
             self._task_update(msg, at_ns, out)
 
@@ -312,6 +343,9 @@ class TraceBuilder:
         if status in ("completed", "failed", "killed", "stopped"):
             tool.task_open = False
             tool.end_ns = max(tool.end_ns or at_ns, at_ns)
+            agent = self._agents.get(tool.tool_use_id)
+            if agent is not None:
+                agent.end_ns = max(agent.end_ns, at_ns)
             self._maybe_emit_tool(tool, out)
 
     def _stream_event(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
@@ -343,6 +377,7 @@ class TraceBuilder:
         message_id = str(message.get("id") or msg.get("uuid") or at_ns)
         if context != MAIN and msg.get("subagent_type"):
             self._subagent_types[context] = str(msg["subagent_type"])
+        self._note_agent(msg, context, at_ns)
         self._finalize_unstreamed(context, out, keep=message_id)
         chat = self._chats.get(message_id) or self._chat(message_id, context, at_ns, at_ns, out)
         chat.acc.apply_message(message)
@@ -355,10 +390,13 @@ class TraceBuilder:
 
     def _user(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
         context = str(msg.get("parent_tool_use_id") or MAIN)
+        self._note_agent(msg, context, at_ns)
         self._finalize_unstreamed(context, out)
         content = (msg.get("message") or {}).get("content")
         if not isinstance(content, list):
             return
+        if self._content.capture:
+            self._remember_results(context, content)
         meta = {str(m.get("id")): m for m in msg.get("tool_result_meta") or [] if "id" in m}
         for block in content:
             if not isinstance(block, Mapping) or block.get("type") != "tool_result":
@@ -378,6 +416,8 @@ class TraceBuilder:
 
     def _result(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
         self._results.append(msg)
+        if isinstance(msg.get("result"), str):
+            self._result_text = str(msg["result"])
         self._finalize_unstreamed(MAIN, out)
         self._release_compactions(out, self._unstreamed_cost(msg))
         self._window_chats = []
@@ -395,7 +435,9 @@ class TraceBuilder:
         existing = self._chats.get(message_id)
         if existing is not None:
             return existing
-        ctx = self._contexts.setdefault(context, _Context())
+        ctx = self._contexts.get(context)
+        if ctx is None:
+            ctx = self._contexts[context] = _Context(history=self._opening(context))
         if ctx.current is not None:
             ctx.current.superseded = True
             self._try_emit_turn(ctx.current, out)
@@ -405,9 +447,13 @@ class TraceBuilder:
             start_ns=start_ns,
             end_ns=at_ns,
         )
+        if self._content.capture:
+            self._flush_output(ctx)
+            chat.sent = tuple(ctx.history)
+            ctx.pending_output = chat
         ctx.turns += 1
         self._window_chats.append(chat)
-        parent = self._root_id if context == MAIN else self._ids.span_id(TOOL_SPAN_KIND, context)
+        parent = self._root_id if context == MAIN else self._agent(context, start_ns).span_id
         turn = _Turn(
             index=ctx.turns,
             context=context,
@@ -419,6 +465,54 @@ class TraceBuilder:
         self._chats[message_id] = chat
         self._turn_of_chat[message_id] = turn
         return chat
+
+    def _agent(self, context: str, at_ns: int) -> _Agent:
+        """The subagent running under the Task/Agent call `context` (created on first sight)."""
+        agent = self._agents.get(context)
+        if agent is None:
+            agent = self._agents[context] = _Agent(
+                tool_use_id=context,
+                span_id=self._ids.span_id("agent", context),
+                start_ns=at_ns,
+                end_ns=at_ns,
+            )
+        agent.start_ns = min(agent.start_ns, at_ns)
+        agent.end_ns = max(agent.end_ns, at_ns)
+        return agent
+
+    def _note_agent(self, msg: Mapping[str, Any], context: str, at_ns: int) -> None:
+        if context == MAIN:
+            return
+        agent = self._agent(context, at_ns)
+        agent.agent_id = agent.agent_id or str(msg.get("agent_id") or "")
+        agent.agent_type = agent.agent_type or str(msg.get("subagent_type") or "")
+
+    def _opening(self, context: str) -> list[M.Message]:
+        """The first message of a context's conversation: the prompt, or the Task's prompt."""
+        if not self._content.capture:
+            return []
+        if context == MAIN:
+            return [M.user_text(self._prompt)] if self._prompt else []
+        task = self._tools.get(context)
+        prompt = task.input.get("prompt") if task and isinstance(task.input, Mapping) else None
+        return [M.user_text(str(prompt))] if prompt else []
+
+    def _flush_output(self, ctx: _Context) -> None:
+        """The previous response joins the conversation before what follows it."""
+        chat, ctx.pending_output = ctx.pending_output, None
+        if chat is not None:
+            ctx.history.append(M.assistant_message(chat.acc.output_parts()))
+
+    def _remember_results(self, context: str, content: list[Any]) -> None:
+        results = [
+            (str(b.get("tool_use_id") or ""), M.tool_result_text(b.get("content")))
+            for b in content
+            if isinstance(b, Mapping) and b.get("type") == "tool_result"
+        ]
+        ctx = self._contexts.get(context)
+        if ctx is not None and results:
+            self._flush_output(ctx)
+            ctx.history.append(M.tool_results(results))
 
     def _current_chat(self, context: str) -> _Chat | None:
         ctx = self._contexts.get(context)
@@ -517,9 +611,11 @@ class TraceBuilder:
             request_model=request_model,
             prices=self._prices,
             content=self._content,
+            sent=ChatInput(messages=chat.sent) if chat.sent else None,
         )
         if chat.ttft_ms is not None:
             attrs[A.CHAT_TTFT_MS] = chat.ttft_ms
+            attrs[A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = chat.ttft_ms / 1e3
         if turn.context:
             attrs[A.PARENT_TOOL_USE_ID] = turn.context
         error = chat.acc.error_type
@@ -550,19 +646,41 @@ class TraceBuilder:
         attrs = tool_attributes(tool, split_cost=split, content=self._content)
         parent = tool.turn_span_id if tool.turn_span_id is not None else self._root_id
         end = tool.end_ns if tool.end_ns is not None else tool.start_ns
-        out.append(
-            self._spec(
-                f"execute_tool {tool.name}" if tool.name else "execute_tool",
-                tool.span_id,
-                parent,
-                tool.start_ns,
-                end,
-                attrs,
-                tool_status(tool),
-            )
+        spec = self._spec(
+            f"execute_tool {tool.name}" if tool.name else "execute_tool",
+            tool.span_id,
+            parent,
+            tool.start_ns,
+            end,
+            attrs,
+            tool_status(tool),
         )
+        out.append(replace(spec, events=tool_events(tool)))
+        agent = self._agents.get(tool.tool_use_id)
+        if agent is not None:
+            self._emit_agent(agent, tool, out)
         if turn is not None:
             self._try_emit_turn(turn, out)
+
+    def _emit_agent(self, agent: _Agent, tool: ToolCallState, out: list[SpanSpec]) -> None:
+        """The subagent's invoke_agent span, inside its Task/Agent call."""
+        if agent.emitted:
+            return
+        agent.emitted = True
+        name = agent.agent_type or self._subagent_types.get(agent.tool_use_id, "")
+        attrs = agent_attributes(name, agent.agent_id, agent.tool_use_id)
+        start = max(agent.start_ns, tool.start_ns)
+        end = min(agent.end_ns, tool.end_ns) if tool.end_ns is not None else agent.end_ns
+        out.append(
+            self._spec(
+                agent_span_name(name),
+                agent.span_id,
+                tool.span_id,
+                start,
+                max(start, end),
+                attrs,
+            )
+        )
 
     def _try_emit_turn(self, turn: _Turn, out: list[SpanSpec]) -> None:
         if turn.emitted or not turn.superseded or not turn.chat.emitted:
@@ -572,17 +690,15 @@ class TraceBuilder:
             return
         turn.emitted = True
         end = max([turn.chat.end_ns, *(t.end_ns or 0 for t in tools)])
-        attrs: dict[str, AttributeValue] = {
-            A.TURN_INDEX: turn.index,
-            A.TURN_TOOL_CALLS: len(tools),
-            A.GEN_AI_AGENT_NAME: self._subagent_types.get(turn.context, self._agent_name),
-        }
-        if turn.chat.cost is not None:
-            attrs[A.TURN_COST_USD] = turn.chat.cost
-        if turn.context:
-            attrs[A.PARENT_TOOL_USE_ID] = turn.context
+        attrs = turn_attributes(
+            turn.index,
+            len(tools),
+            self._subagent_types.get(turn.context, self._agent_name),
+            turn.chat.cost,
+            turn.context,
+        )
         out.append(
-            self._spec("turn", turn.span_id, turn.parent_span_id, turn.chat.start_ns, end, attrs)
+            self._spec(TURN, turn.span_id, turn.parent_span_id, turn.chat.start_ns, end, attrs)
         )
 
     def _hold_compaction(self) -> None:
@@ -612,33 +728,40 @@ class TraceBuilder:
         for comp in held:
             comp.cost_usd = cost / len(held) if cost is not None else None
             self._compaction_costs.append(comp.cost_usd)
-            spec = compaction_spec(comp, self._base())
-            out.append(
-                self._spec(
-                    spec.name,
-                    comp.span_id,
-                    self._root_id,
-                    comp.start_ns,
-                    comp.end_ns or comp.start_ns,
-                    dict(spec.attributes),
-                    spec.status,
-                )
+            self._emit_compaction(comp, out)
+
+    def _emit_compaction(self, comp: Compaction, out: list[SpanSpec]) -> None:
+        spec = compaction_spec(comp, self._base())
+        out.append(
+            self._spec(
+                spec.name,
+                comp.span_id,
+                self._root_id,
+                comp.start_ns,
+                comp.end_ns or comp.start_ns,
+                dict(spec.attributes),
+                spec.status,
             )
+        )
+
+    def _root_content(self) -> dict[str, AttributeValue]:
+        """The prompt, the final answer and the tools on offer (content capture only)."""
+        if not self._content.capture:
+            return {}
+        last = self._results[-1] if self._results else {}
+        return root_content(
+            self._content,
+            prompt=self._prompt,
+            answer=self._result_text,
+            stop_reason=str(last.get("stop_reason") or "") or None,
+            tools=[{"type": "function", "name": n} for n in self._tool_names],
+        )
 
     def _root_spec(self, at_ns: int) -> SpanSpec:
-        attrs: dict[str, AttributeValue] = {
-            A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
-            A.GEN_AI_PROVIDER_NAME: A.PROVIDER_ANTHROPIC,
-            A.GEN_AI_AGENT_NAME: self._agent_name,
-        }
-        if self._model:
-            attrs[A.SESSION_MODEL] = self._model
-            attrs[A.GEN_AI_REQUEST_MODEL] = self._model
+        attrs = root_attributes(self._agent_name, self._model)
         if self._version:
             attrs[A.CLAUDE_CODE_VERSION] = self._version
-        prompt = self._content.render(self._prompt) if self._prompt is not None else None
-        if prompt is not None:
-            attrs[A.GEN_AI_INPUT_MESSAGES] = prompt
+        attrs.update(self._root_content())
         attrs.update(self._root_extra)
         attrs.update(result_attributes(self._results))
         costs = [c.cost for c in self._chats.values()]
@@ -671,3 +794,81 @@ class TraceBuilder:
             parent_is_remote=self._parent is not None and self._parent.is_remote,
             trace_state=self._trace_state,
         )
+
+
+def root_content(
+    content: ContentPolicy,
+    *,
+    prompt: str | None,
+    answer: str | None,
+    stop_reason: str | None,
+    tools: list[dict[str, Any]] | None = None,
+) -> dict[str, AttributeValue]:
+    """An invoke_agent span's messages in the conventions' shape: the user's prompt in, the
+    agent's final answer out (both modes build their roots with this)."""
+    attrs: dict[str, AttributeValue] = {}
+    for name, items in (
+        (A.GEN_AI_INPUT_MESSAGES, [M.user_text(prompt)] if prompt is not None else []),
+        (
+            A.GEN_AI_OUTPUT_MESSAGES,
+            [M.output_message([M.text_part(answer)], M.finish_reason(stop_reason))]
+            if answer is not None
+            else [],
+        ),
+        (A.GEN_AI_TOOL_DEFINITIONS, tools or []),
+    ):
+        rendered = content.render_list(items) if items else None
+        if rendered is not None:
+            attrs[name] = rendered
+    return attrs
+
+
+TURN = "turn"
+
+
+def turn_attributes(
+    index: int, tool_calls: int, agent_name: str, cost: float | None, parent_tool_use_id: str
+) -> dict[str, AttributeValue]:
+    """A turn span's attributes (run and serve alike)."""
+    attrs: dict[str, AttributeValue] = {
+        A.TURN_INDEX: index,
+        A.TURN_TOOL_CALLS: tool_calls,
+        A.GEN_AI_AGENT_NAME: agent_name,
+    }
+    if cost is not None:
+        attrs[A.TURN_COST_USD] = cost
+    if parent_tool_use_id:
+        attrs[A.PARENT_TOOL_USE_ID] = parent_tool_use_id
+    return attrs
+
+
+def agent_attributes(agent_type: str, agent_id: str, tool_use_id: str) -> dict[str, AttributeValue]:
+    """A subagent's invoke_agent span: its type as the agent's name, its id."""
+    attrs: dict[str, AttributeValue] = {
+        A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
+        A.GEN_AI_PROVIDER_NAME: A.PROVIDER_ANTHROPIC,
+    }
+    if tool_use_id:
+        attrs[A.PARENT_TOOL_USE_ID] = tool_use_id
+    if agent_type:
+        attrs[A.GEN_AI_AGENT_NAME] = agent_type
+    if agent_id:
+        attrs[A.GEN_AI_AGENT_ID] = agent_id
+    return attrs
+
+
+def agent_span_name(agent_type: str) -> str:
+    return f"{A.OP_INVOKE_AGENT} {agent_type}" if agent_type else A.OP_INVOKE_AGENT
+
+
+def root_attributes(agent_name: str, model: str) -> dict[str, AttributeValue]:
+    """What every root (invoke_agent claude-code) carries, before the result."""
+    attrs: dict[str, AttributeValue] = {
+        A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
+        A.GEN_AI_PROVIDER_NAME: A.PROVIDER_ANTHROPIC,
+        A.GEN_AI_AGENT_NAME: agent_name,
+    }
+    if model:
+        attrs[A.SESSION_MODEL] = model
+        attrs[A.GEN_AI_REQUEST_MODEL] = model
+    return attrs

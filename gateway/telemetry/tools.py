@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.telemetry import attributes as A
+from gateway.telemetry import messages as M
 from gateway.telemetry.content import ContentPolicy
-from gateway.telemetry.model import AttributeValue, SpanStatus
-from gateway.types import Decision
+from gateway.telemetry.model import AttributeValue, SpanEvent, SpanStatus
+from gateway.types import FAIL_CLOSED_RULE, Decision
 
 MCP_PREFIX = "mcp__"
 DECISION_UNKNOWN = "unknown"
@@ -38,11 +39,17 @@ class ToolCallState:
     result_seen: bool = False
     incomplete: bool = False
     emitted: bool = False
+    agent_id: str = ""
+    decided_ns: int | None = None
+    """When the PreToolUse decision was made (the deny event's time)."""
+
+    @property
+    def denied_by_policy(self) -> bool:
+        return self.decision is not None and self.decision.kind == "deny"
 
     @property
     def denied(self) -> bool:
-        by_policy = self.decision is not None and self.decision.kind == "deny"
-        return by_policy or self.permission_decision == "reject"
+        return self.denied_by_policy or self.permission_decision == "reject"
 
 
 def tool_type(name: str) -> str:
@@ -82,25 +89,45 @@ def tool_attributes(
         attrs[A.TASK_STATUS] = tool.task_status
     if tool.incomplete:
         attrs[A.INCOMPLETE] = True
-    status = tool_status(tool)
-    if status.code == "error":
-        attrs[A.ERROR_TYPE] = "permission_denied" if tool.denied else "tool_error"
-    arguments = content.render(tool.input) if tool.input is not None else None
+    if tool.agent_id:
+        attrs[A.AGENT_ID] = tool.agent_id
+    if tool_status(tool).code == "error":
+        attrs[A.ERROR_TYPE] = "tool_error"
+    arguments = content.render(M.arguments_object(tool.input)) if tool.input is not None else None
     if arguments is not None:
         attrs[A.GEN_AI_TOOL_CALL_ARGUMENTS] = arguments
-    result = content.render(tool.result) if tool.result is not None else None
-    if result is not None:
-        attrs[A.GEN_AI_TOOL_CALL_RESULT] = result
+    # The conventions record a result only for a call that succeeded.
+    if tool.result is not None and not tool.is_error and not tool.denied:
+        result = content.render(M.tool_result_text(tool.result))
+        if result is not None:
+            attrs[A.GEN_AI_TOOL_CALL_RESULT] = result
     return attrs
 
 
 def tool_status(tool: ToolCallState) -> SpanStatus:
-    """ERROR when denied (by the policy or Claude Code's permissions) or when the tool failed."""
-    if tool.decision is not None and tool.decision.kind == "deny":
-        rule = f" [{tool.decision.rule_id}]" if tool.decision.rule_id else ""
-        return SpanStatus("error", f"denied{rule}: {tool.decision.reason}".rstrip(": "))
-    if tool.permission_decision == "reject":
-        return SpanStatus("error", f"permission rejected by {tool.permission_source or 'claude'}")
+    """ERROR only when something failed: the tool, or the gateway (a fail-closed deny: it
+    could not decide). A deny by a rule or by Claude Code's permissions is the gateway or the
+    user doing their job: status unset, and an event."""
+    if tool.decision is not None and tool.decision.rule_id == FAIL_CLOSED_RULE:
+        return SpanStatus("error", "the gateway could not decide")
+    if tool.denied:
+        return SpanStatus()
     if tool.is_error:
         return SpanStatus("error", "tool error")
     return SpanStatus()
+
+
+def tool_events(tool: ToolCallState) -> tuple[SpanEvent, ...]:
+    """The deny as an event: rule id and reason (the policy's), or Claude Code's source."""
+    at = tool.decided_ns if tool.decided_ns is not None else tool.start_ns
+    if tool.denied_by_policy and tool.decision is not None:
+        attrs: dict[str, AttributeValue] = {A.POLICY_DECISION: tool.decision.kind}
+        if tool.decision.rule_id:
+            attrs[A.POLICY_RULE_ID] = tool.decision.rule_id
+        if tool.decision.reason:
+            attrs[A.POLICY_REASON] = tool.decision.reason
+        return (SpanEvent(A.EVENT_POLICY_DENY, at, attrs),)
+    if tool.permission_decision == "reject":
+        source = {A.TOOL_PERMISSION_SOURCE: tool.permission_source or "claude"}
+        return (SpanEvent(A.EVENT_PERMISSION_REJECT, at, source),)
+    return ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.harness import Sandbox, gateway_cli
+from tests.otlp_receiver import OtlpReceiver
 
 pytestmark = pytest.mark.e2e
 
@@ -26,3 +27,24 @@ def test_demo_runs_the_real_loop_and_shows_the_policy_and_trace(sandbox: Sandbox
     assert "invoke_agent claude-code" in out.stdout and "execute_tool Bash" in out.stdout
     # The demo keeps its state in its own workspace, not the caller's AGENT_GATEWAY_HOME.
     assert not any(sandbox.gateway_home.iterdir())
+
+
+def test_demo_with_an_exporter_configured_still_ends_with_the_trace(sandbox: Sandbox) -> None:
+    env = sandbox.env()
+    env.pop("ANTHROPIC_API_KEY")
+    env.pop("ANTHROPIC_BASE_URL")
+    env["COLUMNS"] = "200"
+    with OtlpReceiver() as receiver:
+        env.update(OTEL_TRACES_EXPORTER="otlp", OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint)
+        out = gateway_cli(sandbox, "demo", env=env)
+        spans = receiver.wait_for(
+            lambda got: any(s["name"] == "invoke_agent claude-code" for s in got), timeout=5
+        )
+    assert out.returncode == 0, out.stderr
+    # the spans went to the exporter, and a local copy drew the tree at the end
+    assert "no trace yet" not in out.stdout
+    tail = out.stdout.split("agent-gateway trace show", 1)[1]
+    assert "invoke_agent claude-code" in tail and "execute_tool Bash" in tail
+    assert "policy deny" in tail
+    assert "$-0" not in tail and "diff $0" in tail
+    assert {s["trace_id"] for s in spans if s["name"] == "invoke_agent claude-code"}

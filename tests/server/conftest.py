@@ -10,6 +10,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from gateway.server.app import ServeConfig, create_app
 from gateway.server.auth import TokenTable
 from gateway.server.service import GatewayService
+from gateway.server.trace_state import TraceState
 from gateway.server.tracing import ServerTracer
 from gateway.telemetry import load_price_table
 from gateway.telemetry.model import SpanSpec
@@ -26,11 +27,20 @@ permissions:
 
 
 class ListSink:
+    """Collects exported spans; reading them first lets the tracer's worker finish."""
+
     def __init__(self) -> None:
-        self.spans: list[SpanSpec] = []
+        self._spans: list[SpanSpec] = []
+        self.tracer: ServerTracer | None = None
 
     def export(self, specs: Any) -> None:
-        self.spans.extend(specs)
+        self._spans.extend(specs)
+
+    @property
+    def spans(self) -> list[SpanSpec]:
+        if self.tracer is not None:
+            assert self.tracer.flush(10), "the tracer did not finish its queue"
+        return list(self._spans)
 
 
 @pytest.fixture
@@ -52,10 +62,11 @@ async def make_client(policy_file: Path) -> AsyncIterator[AppFactory]:
         *,
         tokens: TokenTable | None = None,
         upstream: str = "http://127.0.0.1:9",
+        trace_state: TraceState | None = None,
         **service_options: Any,
     ) -> tuple[TestClient[Any, Any], ListSink]:
         sink = ListSink()
-        tracer = ServerTracer(sink, load_price_table())
+        tracer = sink.tracer = ServerTracer(sink, load_price_table(), state=trace_state)
         service = GatewayService([str(policy_file)], tracer, **service_options)
         config = ServeConfig(
             policy_paths=[str(policy_file)], upstream=upstream, tokens=tokens or TokenTable({})

@@ -39,9 +39,10 @@ async def test_pre_tool_use_denies_by_policy_and_audits(
     assert decision_of(await resp.json()) == "allow"
     audit = policy_file.parent / "gw-home" / "audit.jsonl"
     assert len(audit.read_text().splitlines()) == 2
-    # a deny has no PostToolUse: its span is emitted at once, with ERROR status
+    # a deny has no PostToolUse: its span is emitted at once, not an error, with the event
     (span,) = sink.spans
-    assert span.name == "execute_tool Bash" and span.status.code == "error"
+    assert span.name == "execute_tool Bash" and span.status.code == "unset"
+    assert [e.name for e in span.events] == ["agent_gateway.policy.deny"]
 
 
 async def test_malformed_json_is_400_and_a_deny(make_client: AppFactory) -> None:

@@ -105,9 +105,10 @@ async def test_the_tool_span_carries_the_decision_enforced_even_after_a_reload(
     assert span.attributes["agent_gateway.policy.decision"] == "allow"
     rule = span.attributes["agent_gateway.policy.rule_id"]
     assert rule == f"{policy_file.name}:permissions.allow[1]"
-    # A second PostToolUse for the same call (a retry) has nothing left to read.
+    # A second PostToolUse for the same call (a retry) reads the decision kept in the trace
+    # state: still the one enforced, never the current policy's deny.
     await client.post("/hooks/PostToolUse", json=body)
-    assert sink.spans[-1].attributes["agent_gateway.policy.decision"] == "unknown"
+    assert sink.spans[-1].attributes["agent_gateway.policy.decision"] == "allow"
 
 
 async def test_a_body_naming_another_event_is_refused(make_client: AppFactory) -> None:

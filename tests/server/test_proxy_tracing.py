@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from gateway.server.trace_state import MemoryTraceState
 from gateway.server.tracing import root_ref
 from gateway.telemetry import attributes as A
 from gateway.testing import ScriptedServer
@@ -42,7 +43,9 @@ async def test_stream_passes_through_and_taps_a_chat_span(
     assert resp.headers["Content-Type"].startswith("text/event-stream")
     text = await resp.text()
     assert "message_start" in text and "message_stop" in text
-    (span,) = sink.spans
+    spans = sink.spans
+    (span,) = [s for s in spans if s.name.startswith("chat")]
+    (turn,) = [s for s in spans if s.name == "turn"]
     attrs = span.attributes
     assert attrs[A.GEN_AI_USAGE_INPUT_TOKENS] == 1200
     assert attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS] == 42
@@ -51,8 +54,13 @@ async def test_stream_passes_through_and_taps_a_chat_span(
     assert attrs[A.GEN_AI_RESPONSE_FINISH_REASONS] == ("end_turn",)
     assert attrs[A.GEN_AI_REQUEST_MODEL] == REQUEST["model"]
     assert A.CHAT_TTFT_MS in attrs
+    ttft_s = attrs[A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK]
+    assert ttft_s == pytest.approx(attrs[A.CHAT_TTFT_MS] / 1e3)
+    # the response is a turn of the session's trace, the chat inside it
     root = root_ref("sess-1")
-    assert (span.trace_id, span.parent_span_id) == (root.trace_id, root.span_id)
+    assert (span.trace_id, span.parent_span_id) == (root.trace_id, turn.span_id)
+    assert (turn.trace_id, turn.parent_span_id) == (root.trace_id, root.span_id)
+    assert turn.attributes[A.TURN_INDEX] == 1 and turn.attributes[A.TURN_TOOL_CALLS] == 0
 
 
 async def test_count_tokens_and_unreachable_upstream(make_client: AppFactory) -> None:
@@ -88,9 +96,91 @@ async def test_two_instances_build_one_trace(
     assert {s.trace_id for s in spans} == {root_ref("sess-2").trace_id}
     root = next(s for s in spans if s.parent_span_id is None)
     assert root.name == "invoke_agent claude-code"
-    assert all(s.parent_span_id == root.span_id for s in spans if s is not root)
+    # one connected tree: the tool's response was never seen (it asked for no tool), so
+    # the tool sits under the root
+    ids = {s.span_id for s in spans}
+    assert all(s.parent_span_id in ids for s in spans if s is not root)
     tool = next(s for s in spans if s.name == "execute_tool Bash")
+    assert tool.parent_span_id == root.span_id
     assert tool.end_ns - tool.start_ns == 12_000_000
-    # a decided the call; b, which emits the span, did not see it and says so rather than
-    # deciding again (the decision is in a's audit record, which names this span)
+    # a decided the call; b, which emits the span, shares no trace state with it and says so
+    # rather than deciding again (the decision is in a's audit record, which names this span)
     assert tool.attributes[A.POLICY_DECISION] == "unknown"
+
+
+TOOL_UPSTREAM = {
+    "responses": [
+        {
+            "when": "prompt",
+            "text": "running it",
+            "tool_use": [{"name": "Bash", "input": {"command": "echo hi"}}],
+            "usage": {"input_tokens": 1300, "output_tokens": 43},
+        },
+        {
+            "when": "tool_result",
+            "text": "done",
+            "usage": {"input_tokens": 1400, "output_tokens": 44},
+        },
+    ]
+}
+
+
+async def test_instances_sharing_trace_state_nest_the_tool_in_its_turn(
+    make_client: AppFactory,
+) -> None:
+    """The response goes through one instance, the tool's hooks through the other: with a
+    shared trace state (Redis in production), the tool span lands in the response's turn."""
+    shared = MemoryTraceState()
+    with ScriptedServer(TOOL_UPSTREAM) as upstream:
+        a, sink_a = await make_client(upstream=upstream.url, trace_state=shared)
+        b, sink_b = await make_client(upstream=upstream.url, trace_state=shared)
+        session = {"X-Claude-Code-Session-Id": "sess-3"}
+        body = await (await a.post("/v1/messages", json=REQUEST, headers=session)).text()
+        tool_use_id = "toolu_" + body.split('"id": "toolu_', 1)[1].split('"', 1)[0]
+        tool = {"session_id": "sess-3", "tool_name": "Bash", "tool_use_id": tool_use_id,
+                "tool_input": {"command": "echo hi"}, "cwd": "/tmp"}
+        await b.post("/hooks/PreToolUse", json={**tool, "hook_event_name": "PreToolUse"})
+        await b.post("/hooks/PostToolUse", json={**tool, "hook_event_name": "PostToolUse",
+                                                  "tool_response": {"stdout": "hi"}})
+        result = {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": tool_use_id, "content": "hi"}]}
+        follow_up = {**REQUEST, "messages": [*REQUEST["messages"], result]}
+        await (await b.post("/v1/messages", json=follow_up, headers=session)).read()
+        await a.post("/hooks/SessionEnd", json={"session_id": "sess-3", "reason": "other"})
+        spans = sink_a.spans + sink_b.spans
+    by_id = {s.span_id: s for s in spans}
+    (root,) = [s for s in spans if s.parent_span_id is None]
+    (bash,) = [s for s in spans if s.name == "execute_tool Bash"]
+    turns = sorted((s for s in spans if s.name == "turn"), key=lambda s: s.start_ns)
+    assert [t.attributes[A.TURN_INDEX] for t in turns] == [1, 2]
+    assert all(t.parent_span_id == root.span_id for t in turns)
+    assert bash.parent_span_id == turns[0].span_id
+    assert turns[0].attributes[A.TURN_TOOL_CALLS] == 1
+    assert turns[0].end_ns >= bash.end_ns >= bash.start_ns >= turns[0].start_ns
+    chats = [s for s in spans if s.name.startswith("chat")]
+    assert sorted(by_id[c.parent_span_id].name for c in chats) == ["turn", "turn"]
+    assert bash.attributes[A.TOOL_SPLIT_COST_USD] == pytest.approx(
+        next(c for c in chats if c.parent_span_id == turns[0].span_id).attributes[
+            A.GEN_AI_USAGE_COST
+        ]
+    )
+    assert root.status.code == "ok"
+    assert root.attributes[A.COST_CHAT_SUM_USD] == pytest.approx(
+        sum(float(c.attributes[A.GEN_AI_USAGE_COST]) for c in chats)
+    )
+
+
+def test_memory_trace_state_forgets_closed_sessions() -> None:
+    now = [0.0]
+    state = MemoryTraceState(clock=lambda: now[0])
+    state.set("old", {"tool-turn:t": "m"})
+    state.forget_activity("old")  # its root closed
+    state.set("live", {"tool-turn:u": "n"})
+    now[0] = 601.0
+    for i in range(1024):
+        state.set("live", {f"k{i}": "v"})
+    assert state.get("old", "tool-turn:t") is None
+    assert state.get("live", "tool-turn:u") == "n"
+    assert state.set_new("s", "f", "1") and not state.set_new("s", "f", "2")
+    assert state.remove("s", "f") and not state.remove("s", "f")
+    assert state.add("s", "n", 2) == 2 and state.add("s", "c", 0.5) == 0.5

@@ -171,7 +171,8 @@ def test_local_span_file_and_trace_show(tmp_path: Path) -> None:
         == 0
     )
     text = out.getvalue()
-    assert "execute_tool Bash" in text and "reject (hook)" in text and "ERROR" in text
+    # Claude Code's hook rejected the call: shown, and not an error
+    assert "execute_tool Bash" in text and "reject (hook)" in text and "ERROR" not in text
 
     out = io.StringIO()
     assert trace_show("nope", home=tmp_path, console=Console(file=out, width=200)) == 1

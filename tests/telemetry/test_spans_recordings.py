@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -56,7 +57,7 @@ def test_partial_stream_tree_and_cost_reconciliation() -> None:
     assert a[A.COST_CHAT_SUM_USD] == pytest.approx(0.01128)
     assert a[A.COST_DIFFERENCE_USD] == pytest.approx(0, abs=1e-12)
     assert a[A.GEN_AI_RESPONSE_FINISH_REASONS] == ("end_turn",)
-    assert top.status.code == "unset"
+    assert top.status.code == "ok"
     assert spans[-1] is top  # the root comes last
     # every child ends inside the trace and every parent exists
     ids = {s.span_id for s in spans}
@@ -82,7 +83,7 @@ def _deny(b: TraceBuilder, msg: dict[str, Any], at: int) -> list[SpanSpec]:
     return []
 
 
-def test_hook_denied_tool_span_carries_the_decision_and_error() -> None:
+def test_hook_denied_tool_span_carries_the_decision_and_an_event_not_an_error() -> None:
     spans = run("hook-denied", before=_deny)
     (tool,) = named(spans, "execute_tool")
     a = tool.attributes
@@ -95,11 +96,17 @@ def test_hook_denied_tool_span_carries_the_decision_and_error() -> None:
     assert a[A.POLICY_WOULD_DENY] is False
     assert a[A.TOOL_IS_ERROR] is True
     assert a[A.TOOL_PERMISSION_DECISION] == "reject"
-    assert a[A.ERROR_TYPE] == "permission_denied"
-    assert tool.status.code == "error"
-    assert "org.no-echo" in tool.status.description
+    # a deny is the gateway doing its job: no error status, no error.type, one event
+    assert A.ERROR_TYPE not in a
+    assert tool.status.code == "unset"
+    (event,) = tool.events
+    assert event.name == A.EVENT_POLICY_DENY
+    assert event.attributes[A.POLICY_RULE_ID] == "org.no-echo"
+    assert event.attributes[A.POLICY_REASON] == "echo is forbidden"
+    assert tool.start_ns <= event.time_ns <= tool.end_ns
     top = root(spans)
     assert top.attributes[A.RESULT_PERMISSION_DENIALS] == 1
+    assert top.status.code == "ok"
 
 
 def test_monitor_mode_would_deny_is_not_an_error_by_itself() -> None:
@@ -171,7 +178,14 @@ def test_subagent_turns_nest_under_the_task_tool_span() -> None:
     spans = run("subagent-task")
     (task,) = [s for s in spans if s.name == "execute_tool Task"]
     assert task.attributes[A.TASK_STATUS] == "completed"
-    sub_turns = children(spans, task)
+    # the subagent is an invoke_agent span inside the Task call, its turns inside it
+    (agent,) = children(spans, task)
+    assert agent.name == "invoke_agent general-purpose"
+    assert agent.attributes[A.GEN_AI_OPERATION_NAME] == A.OP_INVOKE_AGENT
+    assert agent.attributes[A.GEN_AI_AGENT_NAME] == "general-purpose"
+    assert agent.attributes[A.GEN_AI_AGENT_ID] == "ae4e62fa21677f7ab"
+    assert task.start_ns <= agent.start_ns <= agent.end_ns <= task.end_ns
+    sub_turns = children(spans, agent)
     assert [t.name for t in sub_turns] == ["turn", "turn"]
     assert all(t.attributes[A.GEN_AI_AGENT_NAME] == "general-purpose" for t in sub_turns)
     sub_ids = {
@@ -252,7 +266,9 @@ def test_parallel_subagents_stay_apart() -> None:
         s.attributes[A.GEN_AI_TOOL_CALL_ID]: s for s in named(spans, "execute_tool Agent")
     }
     for key in ("A", "B"):
-        turns = children(spans, agent_spans[key])
+        (subagent,) = children(spans, agent_spans[key])
+        assert subagent.name.startswith("invoke_agent")
+        turns = children(spans, subagent)
         assert len(turns) == 2
         inner = [c for t in turns for c in children(spans, t)]
         ids = {
@@ -272,17 +288,22 @@ def test_content_is_off_by_default_and_truncated_when_on() -> None:
     builder = TraceBuilder(
         ids=DeterministicIds("c"),
         start_ns=T0,
-        content=ContentPolicy(capture=True, limit=12),
+        content=ContentPolicy(capture=True, limit=4),
         prompt="say hi please, now",
     )
     spans = run("partial-messages", builder=builder)
     (tool,) = named(spans, "execute_tool")
-    assert str(tool.attributes[A.GEN_AI_TOOL_CALL_ARGUMENTS]).startswith('{"command":')
-    assert "truncated" in str(tool.attributes[A.GEN_AI_TOOL_CALL_ARGUMENTS])
+    # truncated inside the structure: still JSON, still an object
+    arguments = json.loads(str(tool.attributes[A.GEN_AI_TOOL_CALL_ARGUMENTS]))
+    assert arguments["command"] == "echo...[truncated 3 chars]"
     assert tool.attributes[A.GEN_AI_TOOL_CALL_RESULT] == "hi"
-    assert str(root(spans).attributes[A.GEN_AI_INPUT_MESSAGES]).startswith("say hi pleas")
+    (prompt,) = json.loads(str(root(spans).attributes[A.GEN_AI_INPUT_MESSAGES]))
+    cut = "say ...[truncated 14 chars]"
+    assert prompt == {"role": "user", "parts": [{"type": "text", "content": cut}]}
     chat = named(spans, "chat ")[0]
-    assert A.GEN_AI_OUTPUT_MESSAGES in chat.attributes
+    (output,) = json.loads(str(chat.attributes[A.GEN_AI_OUTPUT_MESSAGES]))
+    assert output["role"] == "assistant" and output["finish_reason"] == "tool_call"
+    assert [p["type"] for p in output["parts"]] == ["text", "tool_call"]
 
 
 def test_pre_tool_use_sets_the_tool_span_start_and_post_tool_use_its_end() -> None:

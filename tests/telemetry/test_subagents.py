@@ -230,7 +230,13 @@ def _feed(builder: TraceBuilder) -> list[SpanSpec]:
 
 
 def _sub_spans(spans: list[SpanSpec]) -> list[SpanSpec]:
-    return [s for s in spans if s.attributes.get(A.PARENT_TOOL_USE_ID) == TASK]
+    """The subagent's chats, tools and turns (its invoke_agent span holds no usage)."""
+    return [
+        s
+        for s in spans
+        if s.attributes.get(A.PARENT_TOOL_USE_ID) == TASK
+        and s.attributes.get(A.GEN_AI_OPERATION_NAME) != A.OP_INVOKE_AGENT
+    ]
 
 
 def test_subagent_chats_wait_for_the_transcript_then_are_exact_and_priced() -> None:
@@ -261,9 +267,12 @@ def test_subagent_chats_wait_for_the_transcript_then_are_exact_and_priced() -> N
     # the subagent's Bash span comes with its chat, its turns nest under the Task span
     (bash,) = named(completed, "execute_tool Bash")
     assert bash.attributes[A.TOOL_SPLIT_COST_USD] == pytest.approx(_price(SUB_FINAL["msg_0002"]))
-    sub_turns = children(spans, task)
+    (agent,) = children(spans, task)
+    assert agent.attributes[A.GEN_AI_OPERATION_NAME] == A.OP_INVOKE_AGENT
+    sub_turns = children(spans, agent)
     assert [t.name for t in sub_turns] == ["turn", "turn"]
     assert all(task.start_ns <= t.start_ns and t.end_ns <= task.end_ns for t in sub_turns)
+    assert all(agent.start_ns <= t.start_ns and t.end_ns <= agent.end_ns for t in sub_turns)
     # the held chats keep the times they had in the stream, not the end of the run
     assert max(c.end_ns for c in sub_chats) < task.end_ns
     top = root(spans)
