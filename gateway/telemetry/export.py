@@ -61,16 +61,22 @@ FILE = "file"
 
 
 @dataclass(frozen=True, slots=True)
-class ExportSettings:
+class SignalSettings:
+    """Where one signal (traces, logs, metrics) goes, from the standard OTEL_* variables."""
+
     exporters: tuple[str, ...]
     protocol: str = "http/protobuf"
     endpoint: str = ""
     timeout_s: float | None = DEFAULT_EXPORT_TIMEOUT_S
-    span_file: Path | None = None
-    capture_content: bool = False
     resource: Mapping[str, str] = field(default_factory=dict)
     probe: bool = True
     """Probe the collector with a TCP connect before exporting (off behind a proxy)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExportSettings(SignalSettings):
+    span_file: Path | None = None
+    capture_content: bool = False
     openinference: bool = True
     """Add OpenInference attributes (AGENT_GATEWAY_OPENINFERENCE=0 turns them off)."""
 
@@ -98,19 +104,22 @@ def otlp_endpoint(env: Mapping[str, str], protocol: str, signal: str = "traces")
     return (base or "http://localhost:4318").rstrip("/") + f"/v1/{signal}"
 
 
-def exporter_names(env: Mapping[str, str], variable: str) -> tuple[str, ...] | None:
-    """The exporters OTEL_{TRACES,LOGS}_EXPORTER names (`none` dropped), None when unset."""
+def exporter_names(
+    env: Mapping[str, str], variable: str, known: Sequence[str] = EXPORTERS
+) -> tuple[str, ...] | None:
+    """The exporters OTEL_{TRACES,LOGS,METRICS}_EXPORTER names (`none` dropped, each once),
+    None when unset."""
     raw = (env.get(variable) or "").strip().lower()
     if not raw:
         return None
     names = tuple(n.strip() for n in raw.split(",") if n.strip())
     for name in names:
-        if name not in EXPORTERS:
+        if name not in known:
             raise ConfigError(
                 f"{variable}: unsupported exporter {name!r} "
-                f"(expected one of {', '.join(EXPORTERS)})"
+                f"(expected one of {', '.join(known)})"
             )
-    return tuple(n for n in names if n != "none")
+    return tuple(n for n in dict.fromkeys(names) if n != "none")
 
 
 def endpoint_given(env: Mapping[str, str], signal: str) -> bool:

@@ -16,7 +16,7 @@ import json
 import logging
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -36,10 +36,10 @@ from opentelemetry.util.types import AnyValue
 
 from gateway.telemetry.audit_events import LogEvent
 from gateway.telemetry.export import (
-    DEFAULT_EXPORT_TIMEOUT_S,
     PROXY_VARIABLES,
     Breaker,
     Pipeline,
+    SignalSettings,
     connection_refused,
     endpoint_given,
     exporter_names,
@@ -54,13 +54,7 @@ SCOPE = "agent_gateway.audit"
 
 
 @dataclass(frozen=True, slots=True)
-class LogSettings:
-    exporters: tuple[str, ...]
-    protocol: str = "http/protobuf"
-    endpoint: str = ""
-    timeout_s: float | None = DEFAULT_EXPORT_TIMEOUT_S
-    resource: Mapping[str, str] = field(default_factory=dict)
-    probe: bool = True
+class LogSettings(SignalSettings):
     batch_delay_ms: int | None = None
     """None: the SDK's OTEL_BLRP_SCHEDULE_DELAY; ours otherwise (see BATCH_DELAY_MS)."""
     batch_size: int | None = None

@@ -16,7 +16,7 @@ import logging
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -35,13 +35,14 @@ from opentelemetry.sdk.resources import Resource
 from gateway.errors import ConfigError
 from gateway.telemetry import metric_names as M
 from gateway.telemetry.export import (
-    DEFAULT_EXPORT_TIMEOUT_S,
     PROTOCOLS,
     PROXY_VARIABLES,
     Breaker,
     Pipeline,
+    SignalSettings,
     connection_refused,
     endpoint_given,
+    exporter_names,
     otlp_exporter,
     otlp_transport,
     resource_attributes,
@@ -58,14 +59,7 @@ MAX_VALUES = 64
 
 
 @dataclass(frozen=True, slots=True)
-class MetricSettings:
-    exporters: tuple[str, ...]
-    protocol: str = "http/protobuf"
-    endpoint: str = ""
-    timeout_s: float | None = DEFAULT_EXPORT_TIMEOUT_S
-    resource: Mapping[str, str] = field(default_factory=dict)
-    probe: bool = True
-
+class MetricSettings(SignalSettings):
     @property
     def enabled(self) -> bool:
         return bool(self.exporters)
@@ -73,17 +67,8 @@ class MetricSettings:
 
 def metric_settings(env: Mapping[str, str]) -> MetricSettings:
     """Read the standard variables (and nothing else): pure."""
-    raw = (env.get("OTEL_METRICS_EXPORTER") or "").strip().lower()
-    if raw:
-        names = tuple(n.strip() for n in raw.split(",") if n.strip())
-        for name in names:
-            if name not in METRIC_EXPORTERS:
-                raise ConfigError(
-                    f"OTEL_METRICS_EXPORTER: unsupported exporter {name!r} "
-                    f"(expected one of {', '.join(METRIC_EXPORTERS)})"
-                )
-        exporters = tuple(n for n in dict.fromkeys(names) if n != "none")
-    else:
+    exporters = exporter_names(env, "OTEL_METRICS_EXPORTER", METRIC_EXPORTERS)
+    if exporters is None:
         exporters = ("otlp",) if endpoint_given(env, "metrics") else ()
     protocol, endpoint, timeout = otlp_transport(env, "metrics", exporters)
     if "otlp" in exporters and protocol not in PROTOCOLS:  # pragma: no cover (checked above)
