@@ -1,35 +1,29 @@
 """`agent-gateway`: the command tree. Each subcommand lives in its own module (an
-`add_parser` and a `run`), and every module imports what its command needs only when it runs,
-so `agent-gateway hook pre-tool-use` pays for neither the SDK nor aiohttp."""
+`add_parser` and a `run`), imported only when its command is named (or the whole tree is
+wanted, for --help), and every module imports what its command needs only when it runs, so
+`agent-gateway hook pre-tool-use` pays for no other command's module, the SDK or aiohttp."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import NoReturn
 
-from gateway.cli import (
-    archive,
-    audit,
-    demo,
-    hook,
-    policy,
-    run,
-    scripted_api,
-    serve,
-    settings,
-    spend,
-    trace,
-)
 from gateway.cli.parser import Parser
 
-COMMANDS: dict[str, ModuleType] = {
-    "run": run, "demo": demo, "hook": hook, "policy": policy, "audit": audit,
-    "archive": archive, "serve": serve, "settings": settings, "spend": spend, "trace": trace,
-    "scripted-api": scripted_api,
+COMMANDS: dict[str, str] = {
+    "run": "run", "demo": "demo", "hook": "hook", "policy": "policy", "audit": "audit",
+    "archive": "archive", "serve": "serve", "settings": "settings", "spend": "spend",
+    "trace": "trace", "scripted-api": "scripted_api",
 }
+"""Command name -> its module in gateway.cli."""
+
+
+def command_module(name: str) -> ModuleType:
+    return importlib.import_module(f"gateway.cli.{COMMANDS[name]}")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -41,9 +35,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
-    for name, module in COMMANDS.items():
+    for name in COMMANDS:
         if only is None or name == only:
-            add: Callable[..., None] = module.add_parser
+            add: Callable[..., None] = command_module(name).add_parser
             add(sub)
     return parser
 
@@ -60,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     try:
         parser = build_parser("hook" if name == "hook" else None)
         args = parser.parse_args(args_in)  # --help prints here
-        command: Callable[[argparse.Namespace], int] = COMMANDS[args.command].run
+        command: Callable[[argparse.Namespace], int] = command_module(args.command).run
         status = command(args)
         sys.stdout.flush()
     except BrokenPipeError:

@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Literal
 
-import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from gateway.policy.shell import gitcmd, programs
+from gateway.policy.shell import programs
 from gateway.policy.shell.argv import SPECS, Invocation, analyze, normalize_name
 from gateway.policy.shell.awk import analyse_awk
 from gateway.policy.shell.evaluation import NAME_TAKING, EvalHazards
@@ -37,7 +36,6 @@ from gateway.policy.shell.interp import (
     OPAQUE_LANGUAGES,
     CodeEffects,
     analyse_code,
-    inline_code,
     language_of,
 )
 from gateway.policy.shell.lexer import lex
@@ -177,6 +175,8 @@ class _OverBudget(Exception):
 
 @lru_cache(maxsize=1)
 def _parser() -> Parser:
+    import tree_sitter_bash  # the grammar loads only when a Bash command is scanned
+
     return Parser(Language(tree_sitter_bash.language()))
 
 
@@ -363,6 +363,9 @@ class _Walker:
     def interpreter(self, name: str, language: str, words: Sequence[Word],
                     via: tuple[str, ...], depth: int, feed: Feed, appended: bool) -> None:
         """python -c, perl -e, node -e, ...: the code given is analysed (interp package)."""
+        # Imported on first use: most commands run no interpreter, and the hook starts cold.
+        from gateway.policy.shell.interp.invocation import inline_code
+
         inline = inline_code(name, words[1:])
         index = self.record(words, via, inline is not None, appended=appended)
         if inline is None:
@@ -1016,6 +1019,8 @@ class _Walker:
 
     def git(self, words: Sequence[Word], via: tuple[str, ...], depth: int,
             appended: bool) -> None:
+        from gateway.policy.shell import gitcmd  # on first use: its patterns cost at start
+
         run = gitcmd.analyse_git(words, self.git_aliases,
                                  lambda name: self.files.git_alias(name, self.cwd))
         self.fail(run.problem)
