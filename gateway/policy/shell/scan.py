@@ -21,26 +21,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from tree_sitter import Language, Node, Parser
 
 from gateway.policy.shell import programs
 from gateway.policy.shell.argv import SPECS, Invocation, analyze, normalize_name
-from gateway.policy.shell.awk import analyse_awk
 from gateway.policy.shell.evaluation import NAME_TAKING, EvalHazards
 from gateway.policy.shell.files import DISK, Files, resolve
 from gateway.policy.shell.fileuse import file_uses
-from gateway.policy.shell.interp import (
-    INTERPRETERS,
-    OPAQUE_LANGUAGES,
-    CodeEffects,
-    analyse_code,
-    language_of,
-)
+from gateway.policy.shell.interp.programs import INTERPRETERS, OPAQUE_LANGUAGES, language_of
 from gateway.policy.shell.lexer import lex
 from gateway.policy.shell.producers import literal_output
-from gateway.policy.shell.sed import analyse_sed
 from gateway.policy.shell.special import SPECIAL_PROGRAMS, SpecialRun, special_program
 from gateway.policy.shell.words import Word, word_value
 from gateway.policy.shell.wrappers import (
@@ -57,6 +49,9 @@ from gateway.policy.shell.wrappers import (
     sub_wrapper,
     unwrap,
 )
+
+if TYPE_CHECKING:
+    from gateway.policy.shell.interp.effects import CodeEffects
 
 MAX_DEPTH = 8
 """Shell strings inside shell strings (sh -c "sh -c '...'") followed this deep."""
@@ -175,9 +170,9 @@ class _OverBudget(Exception):
 
 @lru_cache(maxsize=1)
 def _parser() -> Parser:
-    import tree_sitter_bash  # the grammar loads only when a Bash command is scanned
+    from gateway.policy.shell.grammar import bash_language  # loaded when Bash is scanned
 
-    return Parser(Language(tree_sitter_bash.language()))
+    return Parser(Language(bash_language()))
 
 
 def _parse(source: str) -> Node:
@@ -334,6 +329,11 @@ class _Walker:
     def foreign_code(self, language: str, text: str, via: tuple[str, ...], depth: int,
                      what: str, feed: Feed = INHERITED) -> None:
         """Code in another language fed to its interpreter: analysed where a reader exists."""
+        # The readers load on first use: most commands carry no code, and the hook starts cold.
+        from gateway.policy.shell.awk import analyse_awk
+        from gateway.policy.shell.interp import analyse_code
+        from gateway.policy.shell.sed import analyse_sed
+
         if language == "awk":
             effects = analyse_awk(text)
         elif language == "sed":
@@ -383,6 +383,8 @@ class _Walker:
         if inline.dynamic:
             self.fail(f"{name} runs code computed at run time")
         elif inline.source is not None:
+            from gateway.policy.shell.interp import analyse_code
+
             self.effects(analyse_code(inline.language, inline.source), name, via, depth, feed)
         if inline.from_stdin:
             self.stdin_code(inline.language, feed, via, depth, name)
