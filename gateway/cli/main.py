@@ -5,14 +5,14 @@ wanted, for --help), and every module imports what its command needs only when i
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from gateway.cli.parser import Parser
+if TYPE_CHECKING:
+    import argparse
 
 COMMANDS: dict[str, str] = {
     "run": "run", "demo": "demo", "hook": "hook", "policy": "policy", "audit": "audit",
@@ -28,6 +28,8 @@ def command_module(name: str) -> ModuleType:
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole tree, or just one subcommand's (the hook runs once per tool call)."""
+    from gateway.cli.parser import Parser
+
     parser = Parser(
         prog="agent-gateway",
         description="Policy, compaction audit and tracing for Claude Code agents.",
@@ -52,6 +54,8 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     args_in = list(sys.argv[1:] if argv is None else argv)
     name = args_in[0] if args_in else ""
     try:
+        if name == "hook":
+            _plain_hook(args_in[1:])  # returns only when argparse has to read the arguments
         parser = build_parser("hook" if name == "hook" else None)
         args = parser.parse_args(args_in)  # --help prints here
         command: Callable[[argparse.Namespace], int] = command_module(args.command).run
@@ -67,6 +71,24 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         if name == "hook":
             sys.stderr.write("agent-gateway: the hook's answer could not be written\n")
             status = 2
+    sys.exit(status)
+
+
+def _plain_hook(argv: Sequence[str]) -> None:
+    """The hook as settings files invoke it, without building a parser; returns when the
+    arguments are anything else."""
+    from gateway.cli.hook import plain_invocation
+
+    plain = plain_invocation(argv)
+    if plain is None:
+        return
+    from gateway.hooks.command import run_hook
+
+    event, policies = plain
+    status = run_hook(event, policies)
+    sys.stdout.flush()
+    if event == "pre-tool-use":
+        _end_hook(status)
     sys.exit(status)
 
 
