@@ -54,14 +54,15 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     args_in = list(sys.argv[1:] if argv is None else argv)
     name = args_in[0] if args_in else ""
     try:
-        if name == "hook":
-            _plain_hook(args_in[1:])  # returns only when argparse has to read the arguments
-        parser = build_parser("hook" if name == "hook" else None)
-        args = parser.parse_args(args_in)  # --help prints here
-        command: Callable[[argparse.Namespace], int] = command_module(args.command).run
-        status = command(args)
+        ran = _plain_hook(args_in[1:]) if name == "hook" else None
+        if ran is None:  # anything but the settings-file form of the hook: argparse reads it
+            parser = build_parser("hook" if name == "hook" else None)
+            args = parser.parse_args(args_in)  # --help prints here
+            command: Callable[[argparse.Namespace], int] = command_module(args.command).run
+            ran = getattr(args, "event", ""), command(args)
+        event, status = ran
         sys.stdout.flush()
-        if name == "hook" and args.event == "pre-tool-use":
+        if name == "hook" and event == "pre-tool-use":
             _end_hook(status)
     except BrokenPipeError:
         # The reader went away (`archive show ID | head`): stop printing, say nothing. A hook
@@ -74,22 +75,18 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     sys.exit(status)
 
 
-def _plain_hook(argv: Sequence[str]) -> None:
-    """The hook as settings files invoke it, without building a parser; returns when the
-    arguments are anything else."""
+def _plain_hook(argv: Sequence[str]) -> tuple[str, int] | None:
+    """(event, exit status) of the hook run as settings files invoke it, without building a
+    parser; None, having run nothing, when the arguments are anything else."""
     from gateway.cli.hook import plain_invocation
 
     plain = plain_invocation(argv)
     if plain is None:
-        return
+        return None
     from gateway.hooks.command import run_hook
 
     event, policies = plain
-    status = run_hook(event, policies)
-    sys.stdout.flush()
-    if event == "pre-tool-use":
-        _end_hook(status)
-    sys.exit(status)
+    return event, run_hook(event, policies)
 
 
 def _end_hook(status: int) -> NoReturn:

@@ -28,7 +28,7 @@ NEVER = [
     # the validating loader: a cache hit needs neither pydantic nor yaml
     "pydantic", "yaml", "gateway.policy.loader",
     # the standard library's slow imports a decision does not use
-    "logging", "configparser", "tempfile", "importlib.resources", "tree_sitter_bash",
+    "logging", "configparser", "tempfile", "importlib.resources", "tree_sitter_bash", "shlex",
     # the arguments settings files write are read without building a parser
     "argparse",
 ]
