@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from gateway.cli.parser import Subcommands
+if TYPE_CHECKING:
+    import argparse
+
+    from gateway.cli.parser import Subcommands
 
 HOOK_EVENTS = ("pre-tool-use", "pre-compact")
 
@@ -45,3 +49,17 @@ def run(args: argparse.Namespace) -> int:
     from gateway.hooks.command import run_hook
 
     return run_hook(args.event, args.policy, args.remote, args.timeout)
+
+
+def plain_invocation(argv: Sequence[str]) -> tuple[str, list[str]] | None:
+    """(event, policy paths) of `EVENT [--policy PATH]...`, the form settings files use, read
+    without argparse (building a parser is a few ms of every tool call); None for anything
+    else, which the parser reads (and rejects, or explains with --help)."""
+    if not argv or argv[0] not in HOOK_EVENTS or len(argv) % 2 == 0:
+        return None
+    policies = []
+    for flag, value in zip(argv[1::2], argv[2::2], strict=True):
+        if flag != "--policy" or not value or value.startswith("-"):
+            return None
+        policies.append(value)
+    return argv[0], policies

@@ -16,7 +16,6 @@ compiled-policy evaluation, the audit log and the standard library, nothing else
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,13 @@ if TYPE_CHECKING:
     from gateway.audit.record import AuditRecord
     from gateway.policy.compiled import Policy
 
-log = logging.getLogger("gateway.hooks.decision")
+
+
+def _log_exception(message: str) -> None:
+    """Log the exception being handled; logging loads only then (hook processes start cold)."""
+    import logging
+
+    logging.getLogger("gateway.hooks.decision").exception(message)
 
 
 PolicySource = Callable[[], "Policy | None"]
@@ -98,7 +103,7 @@ def answer_pre_tool_use(
     try:
         decision = decide(current, call)
     except Exception as exc:  # an evaluation bug must block, never allow; it is recorded
-        log.exception("policy evaluation failed")
+        _log_exception("policy evaluation failed")
         decision = fail_closed(
             f"agent-gateway could not decide: {one_line(exc, typed=True)}", current.bundle_hash
         )
@@ -115,7 +120,7 @@ def answer_pre_tool_use(
         try:
             trail.decision(record)
         except Exception:  # the record is on disk; its copy never changes the decision
-            log.exception("audit record not exported; the decision stands")
+            _log_exception("audit record not exported; the decision stands")
     return _answer(decision, call, record, failure)
 
 
@@ -133,7 +138,7 @@ def _answer(
     try:
         output = render_pre_tool_use(decision)
     except Exception as exc:
-        log.exception("hook output not rendered")
+        _log_exception("hook output not rendered")
         decision = fail_closed(f"agent-gateway could not render its answer: {one_line(exc)}")
         output = deny_output(decision.reason)
         failure = decision.reason

@@ -9,7 +9,6 @@ match exactly. A `*` inside a token globs within that word; a lone `*` token spa
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 
 from gateway.policy.shell.argv import analyze, normalize_name
@@ -120,6 +119,8 @@ def _seq(tokens: tuple[re.Pattern[str] | str, ...], ti: int, words: tuple[Word, 
 
 def parse_bash_pattern(content: str) -> BashPattern:
     """Compile the text inside `Bash(...)`; ValueError says what is wrong with it."""
+    import shlex  # compiling only: a decision from the cached policy never splits patterns
+
     body, prefix = (content[:-2], True) if content.endswith(":*") else (content, False)
     try:
         words = shlex.split(body)

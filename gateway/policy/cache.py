@@ -14,7 +14,6 @@ import hashlib
 import hmac
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -132,6 +131,8 @@ def _secret_if_complete(path: Path) -> bytes | None:
 def _store(entry: Path, policy: Policy, secret: bytes) -> None:
     body = json.dumps(policy_to_data(policy), sort_keys=True, separators=(",", ":"))
     wrapper = json.dumps({"mac": _mac(secret, body.encode()), "data": body})
+    import tempfile  # a miss only; a hit never writes
+
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".policy-")

@@ -5,8 +5,11 @@
 Prints decision latency p50/p99 for 10, 100 and 1,000 rules on 200-character compound Bash
 commands; the worst cases (a 3,000-stage pipeline and a 256 KiB command), time and peak
 memory in process and as a hook; and the command hook's whole-process time per call with a
-warm policy cache. Budgets (DESIGN.md): p99 < 1 ms at 1,000 rules; 3,000-stage pipeline
-< 100 ms and < 64 MB in process.
+warm policy cache (median, min and max of 20, wall and CPU) beside the interpreter's bare start.
+Budgets (DESIGN.md): p99 < 1 ms at 1,000 rules; 3,000-stage pipeline < 100 ms and < 64 MB in
+process; the command hook, 40-char compound Bash, cached policy: median < 90 ms per call.
+
+    python tests/benchmarks/bench_policy.py --hook    # the command hook only
 """
 
 from __future__ import annotations
@@ -151,43 +154,70 @@ def bench_worst_cases(tmp: Path) -> None:
               f"largest child RSS so far {child_rss:.0f} MB, decision {verdict}")
 
 
-def bench_hook(tmp: Path) -> None:
+HOOK_COMMAND = "cd src && ls -la | grep foo; echo done"
+"""A short compound command, the kind most tool calls carry (the budget's case)."""
+HOOK_BUDGET_MS = 90.0
+
+
+def bench_hook(tmp: Path, count: int = 20) -> None:
+    """The command hook as Claude Code runs it: one process per call, cached policy. Beside
+    it the same interpreter's bare start; CPU time (user + system) is the steadier figure on
+    a shared machine."""
     policies = [str(ROOT / "policies" / n) for n in ("org.yaml", "team.yaml", "project.yaml")]
     env = {**os.environ, "AGENT_GATEWAY_HOME": str(tmp / "home")}
     hook_input = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
                              "session_id": "s", "tool_use_id": "t", "cwd": "/srv/project",
-                             "tool_input": {"command": COMMANDS[1]}}).encode()
+                             "tool_input": {"command": HOOK_COMMAND}}).encode()
     run = ("import sys; from gateway.hooks.command import run_pre_tool_use; "
            "sys.exit(run_pre_tool_use(sys.argv[1:], sys.stdin.buffer, sys.stdout, sys.stderr))")
-    variants = {"python -c run_pre_tool_use": [sys.executable, "-c", run, *policies]}
-    cli = shutil.which("agent-gateway")
+    args = [a for p in policies for a in ("--policy", p)]
+    variants: dict[str, list[str]] = {}
+    beside = Path(sys.executable).with_name("agent-gateway")  # this interpreter's install
+    cli = str(beside) if beside.exists() else shutil.which("agent-gateway")
     if cli:
-        args = [a for p in policies for a in ("--policy", p)]
         variants["agent-gateway hook pre-tool-use"] = [cli, "hook", "pre-tool-use", *args]
-    bare = _timed([sys.executable, "-c", "pass"], b"", env, 20)
-    print(f"command hook, whole process per call (bare python start: p50 "
-          f"{statistics.median(bare):.1f} ms)")
+    else:
+        print("  (agent-gateway is not installed beside this interpreter: entry point skipped)")
+    variants["python -c run_pre_tool_use"] = [sys.executable, "-c", run, *policies]
+    print(f"command hook, whole process per call, {len(HOOK_COMMAND)}-char compound Bash "
+          f"({HOOK_COMMAND!r}), cached policy, n={count} (budget: median < {HOOK_BUDGET_MS:.0f}"
+          " ms)")
+    bare = _timed([sys.executable, "-c", "pass"], b"", env, count)
+    print(f"  {'bare start (python -c pass)':<34} {_figures(bare)}")
     for label, argv in variants.items():
         first = subprocess.run(argv, input=hook_input, env=env, capture_output=True, check=False)
         if first.returncode != 0:
             print(f"  {label}: exit {first.returncode}: {first.stderr.decode().strip()[:200]}")
             continue
-        samples = _timed(argv, hook_input, env, 30)
-        print(f"  {label}: p50 {statistics.median(samples):.1f} ms   "
-              f"max {max(samples):.1f} ms   (cached policy, n={len(samples)})")
+        samples = _timed(argv, hook_input, env, count)
+        ratio = statistics.median(samples[0]) / statistics.median(bare[0])
+        print(f"  {label:<34} {_figures(samples)}   ({ratio:.1f}x the bare start)")
 
 
-def _timed(argv: list[str], stdin: bytes, env: dict[str, str], count: int) -> list[float]:
-    samples = []
+def _figures(samples: tuple[list[float], list[float]]) -> str:
+    wall, cpu = samples
+    return (f"wall median {statistics.median(wall):6.1f} ms (min {min(wall):.1f}, max "
+            f"{max(wall):.1f})   CPU median {statistics.median(cpu):5.1f} ms")
+
+
+def _timed(argv: list[str], stdin: bytes, env: dict[str, str], count: int
+           ) -> tuple[list[float], list[float]]:
+    wall, cpu = [], []
     for _ in range(count):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(argv, input=stdin, env=env, capture_output=True, check=False)
-        samples.append((time.perf_counter() - start) * 1000)
-    return samples
+        wall.append((time.perf_counter() - start) * 1000)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
+    return wall, cpu
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
+        if "--hook" in sys.argv[1:]:
+            bench_hook(Path(tmp))
+            return
         bench_decide(Path(tmp))
         bench_worst_cases(Path(tmp))
         bench_hook(Path(tmp))

@@ -5,7 +5,6 @@ their own) so decisions stay bounded (sizes, counts) whatever the disk holds.
 
 from __future__ import annotations
 
-import configparser
 import glob as globbing
 import os
 import stat
@@ -122,6 +121,8 @@ def _alias_in(path: str, name: str) -> Word | None:
             text = handle.read(MAX_SCRIPT_BYTES)
     except OSError:
         return None
+    import configparser  # on first use: only git aliases need it, and it compiles regexes
+
     parser = configparser.RawConfigParser(strict=False, interpolation=None)
     try:
         parser.read_string(text)

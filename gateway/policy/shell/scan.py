@@ -21,28 +21,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from gateway.policy.shell import gitcmd, programs
+from gateway.policy.shell import programs
 from gateway.policy.shell.argv import SPECS, Invocation, analyze, normalize_name
-from gateway.policy.shell.awk import analyse_awk
 from gateway.policy.shell.evaluation import NAME_TAKING, EvalHazards
 from gateway.policy.shell.files import DISK, Files, resolve
 from gateway.policy.shell.fileuse import file_uses
-from gateway.policy.shell.interp import (
-    INTERPRETERS,
-    OPAQUE_LANGUAGES,
-    CodeEffects,
-    analyse_code,
-    inline_code,
-    language_of,
-)
+from gateway.policy.shell.interp.programs import INTERPRETERS, OPAQUE_LANGUAGES, language_of
 from gateway.policy.shell.lexer import lex
 from gateway.policy.shell.producers import literal_output
-from gateway.policy.shell.sed import analyse_sed
 from gateway.policy.shell.special import SPECIAL_PROGRAMS, SpecialRun, special_program
 from gateway.policy.shell.words import Word, word_value
 from gateway.policy.shell.wrappers import (
@@ -59,6 +49,9 @@ from gateway.policy.shell.wrappers import (
     sub_wrapper,
     unwrap,
 )
+
+if TYPE_CHECKING:
+    from gateway.policy.shell.interp.effects import CodeEffects
 
 MAX_DEPTH = 8
 """Shell strings inside shell strings (sh -c "sh -c '...'") followed this deep."""
@@ -177,7 +170,9 @@ class _OverBudget(Exception):
 
 @lru_cache(maxsize=1)
 def _parser() -> Parser:
-    return Parser(Language(tree_sitter_bash.language()))
+    from gateway.policy.shell.grammar import bash_language  # loaded when Bash is scanned
+
+    return Parser(Language(bash_language()))
 
 
 def _parse(source: str) -> Node:
@@ -334,6 +329,11 @@ class _Walker:
     def foreign_code(self, language: str, text: str, via: tuple[str, ...], depth: int,
                      what: str, feed: Feed = INHERITED) -> None:
         """Code in another language fed to its interpreter: analysed where a reader exists."""
+        # The readers load on first use: most commands carry no code, and the hook starts cold.
+        from gateway.policy.shell.awk import analyse_awk
+        from gateway.policy.shell.interp import analyse_code
+        from gateway.policy.shell.sed import analyse_sed
+
         if language == "awk":
             effects = analyse_awk(text)
         elif language == "sed":
@@ -363,6 +363,9 @@ class _Walker:
     def interpreter(self, name: str, language: str, words: Sequence[Word],
                     via: tuple[str, ...], depth: int, feed: Feed, appended: bool) -> None:
         """python -c, perl -e, node -e, ...: the code given is analysed (interp package)."""
+        # Imported on first use: most commands run no interpreter, and the hook starts cold.
+        from gateway.policy.shell.interp.invocation import inline_code
+
         inline = inline_code(name, words[1:])
         index = self.record(words, via, inline is not None, appended=appended)
         if inline is None:
@@ -380,6 +383,8 @@ class _Walker:
         if inline.dynamic:
             self.fail(f"{name} runs code computed at run time")
         elif inline.source is not None:
+            from gateway.policy.shell.interp import analyse_code
+
             self.effects(analyse_code(inline.language, inline.source), name, via, depth, feed)
         if inline.from_stdin:
             self.stdin_code(inline.language, feed, via, depth, name)
@@ -1016,6 +1021,8 @@ class _Walker:
 
     def git(self, words: Sequence[Word], via: tuple[str, ...], depth: int,
             appended: bool) -> None:
+        from gateway.policy.shell import gitcmd  # on first use: its patterns cost at start
+
         run = gitcmd.analyse_git(words, self.git_aliases,
                                  lambda name: self.files.git_alias(name, self.cwd))
         self.fail(run.problem)

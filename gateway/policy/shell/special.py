@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gateway.policy.shell import programs
-from gateway.policy.shell.awk import analyse_awk
-from gateway.policy.shell.sed import analyse_sed
 from gateway.policy.shell.words import Word
 
 AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "original-awk", "busybox-awk"})
@@ -165,6 +163,8 @@ def _awk(words: Sequence[Word]) -> SpecialRun:
     if program.dynamic:
         run.fail("awk runs a program computed at run time")
         return run
+    from gateway.policy.shell.awk import analyse_awk  # awk and sed readers load on use
+
     effects = analyse_awk(program.text)
     run.fail(effects.unparseable)
     run.scripts.extend(Word(c) for c in effects.scripts)
@@ -218,6 +218,8 @@ def _sed(words: Sequence[Word]) -> SpecialRun:
         if script.dynamic:
             run.fail("sed runs a script computed at run time")
             continue
+        from gateway.policy.shell.sed import analyse_sed
+
         effects = analyse_sed(script.text)
         if not sandbox:  # --sandbox refuses e, w and r
             run.fail(effects.unparseable)

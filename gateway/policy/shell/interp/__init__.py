@@ -35,10 +35,10 @@ from __future__ import annotations
 import gc
 from typing import TYPE_CHECKING
 
-from gateway.policy.shell.interp.effects import CodeEffects, InlineCode
 from gateway.policy.shell.interp.programs import INTERPRETERS, OPAQUE_LANGUAGES, language_of
 
 if TYPE_CHECKING:
+    from gateway.policy.shell.interp.effects import CodeEffects, InlineCode
     from gateway.policy.shell.interp.invocation import inline_code
 
 MAX_SOURCE = 256 * 1024
@@ -50,6 +50,8 @@ about 1.5 ms per KiB here, and a decision has to stay within its time budget."""
 
 def analyse_code(language: str, source: str) -> CodeEffects:
     """What `source`, a program in `language` (an INTERPRETERS value), does. Never raises."""
+    from gateway.policy.shell.interp.effects import CodeEffects
+
     limit = MAX_PYTHON_SOURCE if language in ("python", "python2") else MAX_SOURCE
     if len(source) > limit:
         return CodeEffects(unparseable=f"{language} program longer than {limit // 1024} KiB "
@@ -80,10 +82,16 @@ def analyse_code(language: str, source: str) -> CodeEffects:
 
 
 def __getattr__(name: str) -> object:
+    # Loaded on first use: the scanner imports this package for every Bash command, and most
+    # run no interpreter.
     if name == "inline_code":
         from gateway.policy.shell.interp.invocation import inline_code
 
         return inline_code
+    if name in ("CodeEffects", "InlineCode"):
+        from gateway.policy.shell.interp import effects
+
+        return getattr(effects, name)
     raise AttributeError(name)
 
 
