@@ -32,6 +32,7 @@ from gateway.server.service import (
     bad_request,
     cannot_answer,
 )
+from gateway.telemetry.content import DEFAULT_LIMIT
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 MAX_HOOK_BODY = 1024 * 1024
@@ -52,6 +53,8 @@ class ServeConfig:
     metrics_token: str = ""
     """With authentication on, GET /metrics needs this token (a scraper's, not a tenant's:
     the series name every team's spend)."""
+    content_cap: int | None = DEFAULT_LIMIT
+    """What the proxy keeps of each response's content, for content capture (0: nothing)."""
 
 
 SERVICE: web.AppKey[GatewayService] = web.AppKey("service", GatewayService)
@@ -107,7 +110,7 @@ def _proxy_ctx(config: ServeConfig, sink: ExchangeSink | None) -> Any:
         async with aiohttp.ClientSession(
             timeout=timeout, connector=connector, auto_decompress=False
         ) as session:
-            proxy = Proxy(config.upstream, session, sink)
+            proxy = Proxy(config.upstream, session, sink, config.content_cap)
             app[PROXY] = proxy
             yield
 
