@@ -28,7 +28,7 @@ from gateway.policy.compiled import (
     Rule,
 )
 from gateway.policy.domains import url_hosts
-from gateway.policy.paths import glob_in, path_targets
+from gateway.policy.paths import fresh_decision, glob_in, path_targets
 from gateway.policy.rulestring import PATH_TOOLS
 from gateway.policy.shell.argv import normalize_name
 from gateway.policy.shell.scan import Scan, SimpleCommand, scan
@@ -83,6 +83,7 @@ LOOKAHEAD_HITS = 8
 
 
 def explain(policy: Policy, call: ToolCall) -> Explanation:
+    fresh_decision()
     bash = _bash_scan(call)
     if bash is not None and bash.refused:
         decision = Decision("deny", LIMIT_RULE, f"agent-gateway: {bash.refused}",
