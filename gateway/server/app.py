@@ -183,12 +183,14 @@ async def _hook(request: web.Request) -> web.Response:
         reply = cannot_answer(event, exc)
     response = web.json_response(reply.body, status=reply.status)
     if reply.after is not None:
-        await response.prepare(request)  # the answer goes out first; copies and spans after
-        await response.write_eof()
-        try:
-            reply.after()
-        except Exception:  # never changes an answer already sent
-            log.exception("hook %s: work after the answer failed", event)
+        try:  # the answer goes out first; copies and spans after, even if the client left
+            await response.prepare(request)
+            await response.write_eof()
+        finally:
+            try:
+                reply.after()
+            except Exception:  # never changes an answer already sent
+                log.exception("hook %s: work after the answer failed", event)
     service.metrics.hook(event, time.perf_counter() - started)
     return response
 

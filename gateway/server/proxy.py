@@ -68,7 +68,7 @@ class ProxiedExchange:
     request_body: bytes = b""
     """The request as sent (for the input messages, when content capture is on)."""
     tenant: str = ""
-    content_cap: int | None = 0
+    content_cap: int | None = DEFAULT_LIMIT
     """What the fold keeps of the content (ChatAccumulator.content_cap)."""
     _folded: ChatAccumulator | None = field(default=None, repr=False)
 
