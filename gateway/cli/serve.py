@@ -137,6 +137,7 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
         ),
         idle_timeout_s=args.trace_idle_timeout_s,
     )
+    config.content_cap = tracer.content_cap
     # With authentication on, sessions belong to tenants. Replicas must share the owners:
     # through Redis, or through AGENT_GATEWAY_HOME when they all run on one host.
     owners: SessionOwners | None = None

@@ -28,7 +28,7 @@ from gateway.policy.compiled import (
     Rule,
 )
 from gateway.policy.domains import url_hosts
-from gateway.policy.paths import glob_in, path_targets
+from gateway.policy.paths import PathPattern, fresh_decision, glob_in, path_targets
 from gateway.policy.rulestring import PATH_TOOLS
 from gateway.policy.shell.argv import normalize_name
 from gateway.policy.shell.scan import Scan, SimpleCommand, scan
@@ -83,6 +83,7 @@ LOOKAHEAD_HITS = 8
 
 
 def explain(policy: Policy, call: ToolCall) -> Explanation:
+    fresh_decision()
     bash = _bash_scan(call)
     if bash is not None and bash.refused:
         decision = Decision("deny", LIMIT_RULE, f"agent-gateway: {bash.refused}",
@@ -164,9 +165,7 @@ class _Resolved:
     def __init__(self, policy: Policy, call: ToolCall, bash: Scan) -> None:
         self.call, self.bash = call, bash
         self.roots = tuple(dict.fromkeys(
-            (call.cwd or "/", *(_root(r, call.cwd) for layer in policy.layers
-                                for tool in ("Read", "Edit") for r in layer.by_tool.get(tool, ())
-                                if isinstance(r.matcher, PathRule) and r.decision != "allow"))))
+            (call.cwd or "/", *(p.search_root(call.cwd) for p in _root_patterns(policy)))))
         self.cache: dict[str, tuple[str, ...] | None] = {}
 
     def targets(self, raw: str) -> tuple[str, ...] | None:
@@ -228,9 +227,28 @@ def _could_match(rules: list[Rule], text: str, cwd: str) -> Rule | None:
     return None
 
 
-def _root(rule: Rule, cwd: str) -> str:
-    matcher = rule.matcher
-    return matcher.pattern.search_root(cwd) if isinstance(matcher, PathRule) else cwd
+_ROOT_PATTERNS: dict[int, tuple[Policy, tuple[PathPattern, ...]]] = {}
+
+
+def _root_patterns(policy: Policy) -> tuple[PathPattern, ...]:
+    """One pattern per distinct search root of the policy's deny and ask path rules (a
+    root depends on the anchor and the literal prefix only), worked out once per policy."""
+    known = _ROOT_PATTERNS.get(id(policy))
+    if known is not None and known[0] is policy:
+        return known[1]
+    distinct: dict[tuple[str, bool, str], PathPattern] = {}
+    for layer in policy.layers:
+        for tool in ("Read", "Edit"):
+            for rule in layer.by_tool.get(tool, ()):
+                if isinstance(rule.matcher, PathRule) and rule.decision != "allow":
+                    pattern = rule.matcher.pattern
+                    distinct.setdefault((pattern.anchor, pattern.floating, pattern.prefix),
+                                        pattern)
+    if len(_ROOT_PATTERNS) >= 16:
+        _ROOT_PATTERNS.clear()
+    patterns = tuple(distinct.values())
+    _ROOT_PATTERNS[id(policy)] = (policy, patterns)
+    return patterns
 
 
 def _access_targets(raw: str, bash: Scan, cwd: str, roots: tuple[str, ...]

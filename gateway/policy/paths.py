@@ -45,12 +45,28 @@ class PathPattern:
         return False
 
 
+_BASES: dict[tuple[Anchor, str], tuple[str, ...]] = {}
+"""Anchors resolved in the decision under way: a decision checks dozens of rules against the
+same two or three directories, and resolving one costs a system call per path component."""
+
+
+def fresh_decision() -> None:
+    """Forget resolved anchors: a symlink may change between two decisions, and each
+    decision resolves them anew (within one, the first resolution is the one used)."""
+    _BASES.clear()
+
+
 def _bases(anchor: Anchor, cwd: str) -> tuple[str, ...]:
     if anchor == "abs":
         return ("/",)
-    base = os.path.expanduser("~") if anchor == "home" else (cwd or "/")
-    real = os.path.realpath(base)
-    return (base,) if real == base else (base, real)
+    found = _BASES.get((anchor, cwd))
+    if found is None:
+        base = os.path.expanduser("~") if anchor == "home" else (cwd or "/")
+        real = os.path.realpath(base)
+        found = (base,) if real == base else (base, real)
+        if len(_BASES) < 64:
+            _BASES[(anchor, cwd)] = found
+    return found
 
 
 def _relative(target: str, base: str) -> str | None:

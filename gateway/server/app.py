@@ -32,6 +32,7 @@ from gateway.server.service import (
     bad_request,
     cannot_answer,
 )
+from gateway.telemetry.content import DEFAULT_LIMIT
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 MAX_HOOK_BODY = 1024 * 1024
@@ -52,6 +53,8 @@ class ServeConfig:
     metrics_token: str = ""
     """With authentication on, GET /metrics needs this token (a scraper's, not a tenant's:
     the series name every team's spend)."""
+    content_cap: int | None = DEFAULT_LIMIT
+    """What the proxy keeps of each response's content, for content capture (0: nothing)."""
 
 
 SERVICE: web.AppKey[GatewayService] = web.AppKey("service", GatewayService)
@@ -107,7 +110,7 @@ def _proxy_ctx(config: ServeConfig, sink: ExchangeSink | None) -> Any:
         async with aiohttp.ClientSession(
             timeout=timeout, connector=connector, auto_decompress=False
         ) as session:
-            proxy = Proxy(config.upstream, session, sink)
+            proxy = Proxy(config.upstream, session, sink, config.content_cap)
             app[PROXY] = proxy
             yield
 
@@ -179,6 +182,15 @@ async def _hook(request: web.Request) -> web.Response:
         log.exception("hook %s not answered", event)
         reply = cannot_answer(event, exc)
     response = web.json_response(reply.body, status=reply.status)
+    if reply.after is not None:
+        try:  # the answer goes out first; copies and spans after, even if the client left
+            await response.prepare(request)
+            await response.write_eof()
+        finally:
+            try:
+                reply.after()
+            except Exception:  # never changes an answer already sent
+                log.exception("hook %s: work after the answer failed", event)
     service.metrics.hook(event, time.perf_counter() - started)
     return response
 

@@ -21,6 +21,7 @@ from aiohttp import web
 from gateway.server.auth import caller_of, gateway_token_headers
 from gateway.server.sse import SseDecoder
 from gateway.telemetry.chat import ChatAccumulator, accumulate
+from gateway.telemetry.content import DEFAULT_LIMIT
 
 # Hop-by-hop headers and those aiohttp sets itself; everything else is forwarded as is.
 _DROP_REQUEST = frozenset(
@@ -59,19 +60,25 @@ class ProxiedExchange:
     first_byte_ns: int = 0
     first_token_ns: int = 0
     ended_ns: int = 0
-    events: list[dict[str, Any]] = field(default_factory=list)
+    streamed: ChatAccumulator | None = None
+    """A streamed response, folded event by event as it passed (no event is kept)."""
     body_json: dict[str, Any] | None = None
     """A non-streaming response body (small ones only), for the chat span."""
     error: str = ""
     request_body: bytes = b""
     """The request as sent (for the input messages, when content capture is on)."""
     tenant: str = ""
+    content_cap: int | None = DEFAULT_LIMIT
+    """What the fold keeps of the content (ChatAccumulator.content_cap)."""
     _folded: ChatAccumulator | None = field(default=None, repr=False)
 
     def response(self) -> ChatAccumulator:
-        """The response folded (usage, model, stop reason): once, for all who ask."""
+        """The response folded (usage, model, stop reason, content within the cap)."""
         if self._folded is None:
-            self._folded = accumulate(self.events, self.body_json)
+            self._folded = (
+                self.streamed if self.streamed is not None
+                else accumulate((), self.body_json, content_cap=self.content_cap)
+            )
         return self._folded
 
 
@@ -89,6 +96,9 @@ class Proxy:
     upstream: str
     session: aiohttp.ClientSession
     sink: ExchangeSink | None = None
+    content_cap: int | None = DEFAULT_LIMIT
+    """What each exchange keeps of the response's content (for content capture's output
+    messages): the capture limit when capture is on, 0 when it is off."""
 
     async def handle(
         self, request: web.Request, hold: Settles | None = None
@@ -109,6 +119,7 @@ class Proxy:
             retry_count=_int(request.headers.get("X-Stainless-Retry-Count")),
             started_ns=started,
             tenant=caller_of(request).name,
+            content_cap=self.content_cap,
         )
         response: web.StreamResponse | None = None
         try:
@@ -149,21 +160,25 @@ class Proxy:
         response: web.StreamResponse,
         exchange: ProxiedExchange,
     ) -> None:
-        """Forward each chunk as it arrives; decode a copy for the span."""
-        decoder = SseDecoder() if _is_sse(upstream) else None
+        """Forward each chunk as it arrives; fold a decoded copy into the exchange's response
+        as it passes, so what a stream holds here does not grow with its length."""
+        decoder = acc = None
+        if _is_sse(upstream):
+            decoder = SseDecoder()
+            acc = exchange.streamed = ChatAccumulator(content_cap=exchange.content_cap)
         kept = bytearray()
         async for chunk in upstream.content.iter_any():
             now = time.time_ns()
             exchange.first_byte_ns = exchange.first_byte_ns or now
             await response.write(chunk)
-            if decoder is None:
+            if decoder is None or acc is None:
                 if len(kept) + len(chunk) <= MAX_TAPPED_BODY:
                     kept += chunk
                 continue
             for event in decoder.feed(chunk):
                 if not exchange.first_token_ns and event.get("type") == "content_block_delta":
                     exchange.first_token_ns = now
-                exchange.events.append(event)
+                acc.apply(event)
         if decoder is None and kept:
             exchange.body_json = _json_object(bytes(kept))
 

@@ -17,7 +17,7 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
@@ -102,6 +102,9 @@ HookAnswer = PreToolUseOutput | PreCompactOutput | Refusal
 class HookReply:
     status: int
     body: HookAnswer
+    after: Callable[[], None] | None = None
+    """Work for after the answer is sent (spans, the off-host copy of the audit record):
+    the caller runs it once the response is written."""
 
 
 @dataclass(frozen=True)
@@ -225,7 +228,7 @@ class GatewayService:
                 self._count_decision(Decision("deny", TENANT_RULE, refusal), body, caller)
             return _cannot_decide(event, 403, f"agent-gateway refused: {refusal}")
         if event == "PreToolUse":
-            return HookReply(200, await self._pre_tool_use(body, raw, caller))
+            return await self._pre_tool_use(body, raw, caller)
         if event in ("PostToolUse", "PostToolUseFailure"):
             # The decision enforced at PreToolUse, if this replica made it; never made again.
             decision = self._enforced.recall(
@@ -236,7 +239,7 @@ class GatewayService:
             return await self._pre_compact(body, caller)
         return await self._observed(event, body, caller)
 
-    async def _pre_tool_use(self, body: JSONObject, raw: bytes, caller: Caller) -> PreToolUseOutput:
+    async def _pre_tool_use(self, body: JSONObject, raw: bytes, caller: Caller) -> HookReply:
         pool = self._large if len(raw) > LARGE_INPUT else self._small
         layers = self._layers(caller)
         try:
@@ -260,20 +263,25 @@ class GatewayService:
             log.error("decision failed: %s", message)
             return await self._deny(body, caller, f"agent-gateway could not decide: {message}")
         self._count_decision(reply.decision, body, caller)
+        self._unloadable.pop(layers, None)
+        if self._tracer is not None and reply.decision.kind != "deny":
+            # Before the answer: its PostToolUse may arrive as soon as the answer does.
+            self._enforced.remember(
+                caller.name, _text(body.get("session_id")), _text(body.get("tool_use_id")),
+                reply.decision,
+            )
+        # The worker appended the audit record before it answered; what remains is copies
+        # (the off-host export, the tool span, which starts now: a deny ends it), made once
+        # the answer is on its way.
+        return HookReply(200, reply.output, after=lambda: self._after_decision(body, reply))
+
+    def _after_decision(self, body: JSONObject, reply: Decided) -> None:
         if self._audit_export is not None and reply.record is not None:
             self._audit_export.decision(reply.record)
-        self._unloadable.pop(layers, None)
         if self._tracer is not None:
-            # The tool span starts now (a deny ends it: no PostToolUse follows).
             self._traced(self._tracer.on_pre_tool_use, body, reply.decision)
-            if reply.decision.kind != "deny":
-                self._enforced.remember(
-                    caller.name, _text(body.get("session_id")), _text(body.get("tool_use_id")),
-                    reply.decision,
-                )
-        return reply.output
 
-    async def _deny(self, body: JSONObject, caller: Caller, reason: str) -> PreToolUseOutput:
+    async def _deny(self, body: JSONObject, caller: Caller, reason: str) -> HookReply:
         """A deny the workers could not record themselves: recorded here, then answered."""
         decision = fail_closed(reason)
         self._count_decision(decision, body, caller)
@@ -281,9 +289,11 @@ class GatewayService:
             await self._offload.io(self._append_deny, body, decision, caller)
         except Exception as exc:  # the deny stands, recorded or not
             log.error("audit log not writable, the deny stands: %s", one_line(exc, typed=True))
+        after = None
         if self._tracer is not None:
-            self._traced(self._tracer.on_tool_denied, body, decision)
-        return render_pre_tool_use(decision)
+            tracer = self._tracer
+            after = lambda: self._traced(tracer.on_tool_denied, body, decision)  # noqa: E731
+        return HookReply(200, render_pre_tool_use(decision), after=after)
 
     def _count_decision(self, decision: Decision, body: JSONObject, caller: Caller) -> None:
         tool = body.get("tool_name")

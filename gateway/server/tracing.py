@@ -39,13 +39,7 @@ from gateway.server.proxy import ProxiedExchange
 from gateway.server.trace_state import MemoryTraceState, TraceState
 from gateway.telemetry import attributes as A
 from gateway.telemetry import messages as M
-from gateway.telemetry.chat import (
-    ChatAccumulator,
-    ChatInput,
-    ChatRequestMeta,
-    chat_span_from_sse,
-    events_from_message,
-)
+from gateway.telemetry.chat import ChatInput, ChatRequestMeta, chat_span
 from gateway.telemetry.compaction import Compaction, compaction_spec
 from gateway.telemetry.content import ContentPolicy
 from gateway.telemetry.ids import ROOT_SPAN, TOOL_SPAN_KIND, DeterministicIds, session_root
@@ -131,6 +125,11 @@ class ServerTracer:
         self._idle = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
+
+    @property
+    def content_cap(self) -> int:
+        """What a proxied response needs kept of its content: the capture limit, or none."""
+        return self._content.limit if self._content.capture else 0
 
     # --- the worker ---------------------------------------------------------------------
     def _submit(self, fn: Callable[..., None], *args: Any) -> None:
@@ -298,10 +297,7 @@ class ServerTracer:
         session = ex.session_id
         self._active(session, at_ns)
         state = self._state
-        events = ex.events or events_from_message(ex.body_json)
-        acc = ChatAccumulator()
-        for event in events:
-            acc.apply(event)
+        acc = ex.response()
         message_id = acc.message_id
         ttft = ex.first_token_ns or ex.first_byte_ns
         meta = ChatRequestMeta(
@@ -319,8 +315,8 @@ class ServerTracer:
             parent = _ref(session, "compaction", str(compaction["n"]))
         elif message_id and acc.saw_start:
             parent = _ref(session, TURN, message_id)
-        spec = chat_span_from_sse(
-            events,
+        spec = chat_span(
+            acc,
             meta,
             parent=parent,
             span_id=_ref(session, "chat", message_id or f"request:{ex.started_ns}").span_id,

@@ -13,7 +13,7 @@ from typing import Any
 
 from gateway.telemetry import attributes as A
 from gateway.telemetry import messages as M
-from gateway.telemetry.content import ContentPolicy
+from gateway.telemetry.content import ContentPolicy, Precut
 from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec, SpanStatus
 from gateway.telemetry.pricing import PriceTable, Usage
 
@@ -40,16 +40,59 @@ def usage_from_api(raw: Mapping[str, Any]) -> Usage:
 
 
 @dataclass(slots=True)
+class Pieces:
+    """A text built from deltas, joined only when read (appending stays linear). With a
+    `cap`, only its first `cap` characters are kept and the rest counted, so a response of
+    any length holds a bounded amount here."""
+
+    parts: list[str] = field(default_factory=list)
+    kept: int = 0
+    total: int = 0
+
+    @classmethod
+    def of(cls, text: str, cap: int | None) -> Pieces:
+        pieces = cls()
+        pieces.add(text, cap)
+        return pieces
+
+    def add(self, text: str, cap: int | None) -> None:
+        self.total += len(text)
+        if cap is not None:
+            text = text[: max(0, cap - self.kept)]
+        if text:
+            self.parts.append(text)
+            self.kept += len(text)
+
+    @property
+    def cut(self) -> bool:
+        """Characters were dropped at the cap."""
+        return self.total > self.kept
+
+    def value(self) -> str:
+        if len(self.parts) > 1:
+            self.parts[:] = ["".join(self.parts)]
+        return self.parts[0] if self.parts else ""
+
+
+@dataclass(slots=True)
 class ToolUseBlock:
     id: str
     name: str
-    input_json: str = ""
+    raw_input: Pieces = field(default_factory=Pieces)
+
+    @property
+    def input_json(self) -> str:
+        return self.raw_input.value()
 
 
 @dataclass(slots=True)
 class ChatAccumulator:
     """Folds the events of one streamed response. Later usage fields override earlier ones:
-    message_delta's usage is cumulative and carries the final output_tokens."""
+    message_delta's usage is cumulative and carries the final output_tokens.
+
+    `content_cap` bounds what is kept of the content (for the output messages of content
+    capture): None keeps it all; n keeps the first n characters of each text block and
+    TOOL_INPUT_FACTOR * n of each tool input, counting the rest; 0 keeps none."""
 
     message_id: str = ""
     model: str = ""
@@ -61,12 +104,20 @@ class ChatAccumulator:
     error_message: str = ""
     final_usage: Usage | None = None
     final_source: str = ""
-    texts: list[str] = field(default_factory=list)
+    content_cap: int | None = None
+    text_blocks: list[Pieces] = field(default_factory=list)
     tool_uses: list[ToolUseBlock] = field(default_factory=list)
     order: list[ToolUseBlock | int] = field(default_factory=list)
-    """Content blocks in order: a tool use, or the index of a text in `texts`."""
-    _blocks: dict[int, ToolUseBlock | list[str]] = field(default_factory=dict)
-    _text_slots: dict[int, int] = field(default_factory=dict)
+    """Content blocks in order: a tool use, or the index of a text in `text_blocks`."""
+    _blocks: dict[int, ToolUseBlock | Pieces] = field(default_factory=dict)
+
+    @property
+    def texts(self) -> list[str]:
+        return [t.value() for t in self.text_blocks]
+
+    @property
+    def _tool_cap(self) -> int | None:
+        return None if self.content_cap is None else self.content_cap * TOOL_INPUT_FACTOR
 
     def apply(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")
@@ -106,13 +157,13 @@ class ChatAccumulator:
             return  # the stream events carry the blocks already
         for block in message.get("content") or []:
             if block.get("type") == "text":
-                self.order.append(len(self.texts))
-                self.texts.append(str(block.get("text") or ""))
+                self.order.append(len(self.text_blocks))
+                self.text_blocks.append(Pieces.of(str(block.get("text") or ""), self.content_cap))
             elif block.get("type") == "tool_use":
                 tool = ToolUseBlock(
                     str(block.get("id") or ""),
                     str(block.get("name") or ""),
-                    json.dumps(block.get("input") or {}),
+                    Pieces.of(json.dumps(block.get("input") or {}), self._tool_cap),
                 )
                 self.tool_uses.append(tool)
                 self.order.append(tool)
@@ -149,10 +200,11 @@ class ChatAccumulator:
         parts: list[M.Part] = []
         for item in self.order:
             if isinstance(item, ToolUseBlock):
-                arguments = M.arguments_object(item.input_json)
+                raw = item.raw_input
+                arguments = cut_text(raw) if raw.cut else M.arguments_object(raw.value())
                 parts.append(M.tool_call_part(item.id, item.name, arguments))
             else:
-                parts.append(M.text_part(self.texts[item]))
+                parts.append(M.text_part(cut_text(self.text_blocks[item])))
         return parts
 
     def _merge_usage(self, raw: Any) -> None:
@@ -167,25 +219,33 @@ class ChatAccumulator:
             tool = ToolUseBlock(
                 str(block.get("id") or ""),
                 str(block.get("name") or ""),
-                json.dumps(given) if given else "",
+                Pieces.of(json.dumps(given) if given else "", self._tool_cap),
             )
             self.tool_uses.append(tool)
             self.order.append(tool)
             self._blocks[index] = tool
         elif block.get("type") == "text":
-            parts = [str(block.get("text") or "")]
-            self._blocks[index] = parts
-            self._text_slots[index] = len(self.texts)
-            self.order.append(len(self.texts))
-            self.texts.append(parts[0])
+            text = Pieces.of(str(block.get("text") or ""), self.content_cap)
+            self._blocks[index] = text
+            self.order.append(len(self.text_blocks))
+            self.text_blocks.append(text)
 
     def _delta(self, index: int, delta: Mapping[str, Any]) -> None:
         target = self._blocks.get(index)
         if isinstance(target, ToolUseBlock) and delta.get("type") == "input_json_delta":
-            target.input_json += str(delta.get("partial_json") or "")
-        elif isinstance(target, list) and delta.get("type") == "text_delta":
-            target.append(str(delta.get("text") or ""))
-            self.texts[self._text_slots[index]] = "".join(target)
+            target.raw_input.add(str(delta.get("partial_json") or ""), self._tool_cap)
+        elif isinstance(target, Pieces) and delta.get("type") == "text_delta":
+            target.add(str(delta.get("text") or ""), self.content_cap)
+
+
+TOOL_INPUT_FACTOR = 64
+"""A tool input is kept up to this many times the content cap: whole, it is parsed and each
+string in it cut; beyond, it is shown as its cut text."""
+
+
+def cut_text(text: Pieces) -> str:
+    """The text, or when it was capped, what ContentPolicy.cut makes of the whole."""
+    return Precut.of(text.value(), text.total) if text.cut else text.value()
 
 
 def events_from_message(message: Mapping[str, Any] | None) -> list[dict[str, Any]]:
@@ -209,10 +269,13 @@ def events_from_message(message: Mapping[str, Any] | None) -> list[dict[str, Any
 
 
 def accumulate(
-    events: Sequence[Mapping[str, Any]], message: Mapping[str, Any] | None = None
+    events: Sequence[Mapping[str, Any]],
+    message: Mapping[str, Any] | None = None,
+    *,
+    content_cap: int | None = None,
 ) -> ChatAccumulator:
     """One response folded: its stream events, or a non-streaming body when there are none."""
-    acc = ChatAccumulator()
+    acc = ChatAccumulator(content_cap=content_cap)
     for event in events or events_from_message(message):
         acc.apply(event)
     return acc
@@ -329,6 +392,21 @@ def chat_span_from_sse(
     acc = ChatAccumulator()
     for event in events:
         acc.apply(event)
+    return chat_span(acc, meta, parent=parent, span_id=span_id, prices=prices, content=content,
+                     sent=sent)
+
+
+def chat_span(
+    acc: ChatAccumulator,
+    meta: ChatRequestMeta,
+    *,
+    parent: SpanRef,
+    span_id: int,
+    prices: PriceTable,
+    content: ContentPolicy | None = None,
+    sent: ChatInput | None = None,
+) -> SpanSpec:
+    """A chat span from a response already folded (the proxy folds it as it passes)."""
     attrs, _ = chat_attributes(
         acc,
         request_model=meta.request_model,

@@ -20,15 +20,30 @@ STRUCTURAL = frozenset({"role", "type", "finish_reason", "id", "name", "mime_typ
 """Keys of the conventions' message JSON whose values are never cut (they are short)."""
 
 
+class Precut(str):
+    """The first characters of a longer text and its whole length: what a producer kept of
+    a text it would not hold whole (a streamed response). `cut` treats it as the whole."""
+
+    total: int
+
+    @classmethod
+    def of(cls, head: str, total: int) -> Precut:
+        text = cls(head)
+        text.total = total
+        return text
+
+
 @dataclass(frozen=True, slots=True)
 class ContentPolicy:
     capture: bool = False
     limit: int = DEFAULT_LIMIT
 
     def cut(self, text: str) -> str:
-        if len(text) <= self.limit:
-            return text
-        return text[: self.limit] + f"...[truncated {len(text) - self.limit} chars]"
+        total = text.total if isinstance(text, Precut) else len(text)
+        if total <= self.limit:
+            return str(text)
+        head = text[: self.limit]
+        return head + f"...[truncated {total - len(head)} chars]"
 
     def bounded(self, value: Any) -> Any:
         """`value` with every string cut to the limit (dict keys kept as they are)."""

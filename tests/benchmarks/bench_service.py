@@ -1,11 +1,16 @@
 """Benchmark: `agent-gateway serve` over HTTP.
 
-Budgets (DESIGN.md, 2-core machine): PreToolUse from one client p50 <= 1 ms, p99 <= 5 ms;
-open loop of 200 sessions x 2 req/s (400 req/s) p99 <= 10 ms with 0 errors and one audit
-record per decision; the proxy adds <= 2 ms to time-to-first-byte at p50.
+Budgets (2-core machine), for `serve` as a user runs it (token auth on via
+AGENT_GATEWAY_TOKEN, the audit log on, tracing to the default local span file, decisions in
+worker processes): `POST /hooks/PreToolUse` with a ~120-character compound Bash command from
+one keep-alive client p50 <= 0.7 ms, p99 <= 2 ms; open loop of 200 sessions x 2 req/s
+(400 req/s) p99 <= 10 ms with 0 errors and one audit record per decision; the proxy adds
+<= 1 ms to time-to-first-byte at p50; the gateway's RSS grows by at most STREAM_RSS_MB while
+it proxies one long SSE response, 1 MB or 10 MB alike (its memory per stream does not grow
+with the response).
 
 Run: python tests/benchmarks/bench_service.py [--seconds 60] [--single 3000] [--ttfb 300]
-     [--generators 1] [--trail] [--budgets]
+     [--generators 1] [--trail] [--budgets] [--stream-mb 1 10]
 Needs only the project's own dependencies (aiohttp); nothing else to install.
 
 Every decision is appended to the audit log and its checkpoint. `--trail` turns the rest of the
@@ -21,7 +26,7 @@ with one (a reservation in Redis before forwarding, a settle after), for a small
 Claude Code-sized one (50 KB); `budget_added_p50_ms` is the budgeted request's p50 minus the
 direct one's, `budget_cost_p50_ms` its p50 minus the unbudgeted one's.
 
-The gateway runs as a real `agent-gateway serve` process (tracing off). The single-client and
+The gateway runs as a real `agent-gateway serve` process. The single-client and
 TTFB figures are taken from this process with aiohttp's client. The open-loop load comes from
 separate generator process(es) (a small asyncio HTTP/1.1 client over keep-alive connections),
 so generating load never runs on, or waits for, an event loop that is also measuring: every
@@ -45,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from aiohttp import web
 
 ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT))
@@ -52,16 +58,16 @@ sys.path.insert(0, str(ROOT))
 from gateway.audit.commands import audit_verify  # noqa: E402
 from gateway.testing import ScriptedServer  # noqa: E402
 from tests.otlp_receiver import OtlpReceiver  # noqa: E402
-from tests.server.processes import ServeProcess  # noqa: E402
+from tests.server.processes import ServeProcess, ThreadedApp  # noqa: E402
 
 POLICIES = [str(ROOT / "policies" / f"{n}.yaml") for n in ("org", "team", "project")]
-COMMANDS = [
-    "git status && git diff --stat",
-    "rm -rf build/",
-    "ls -la src | grep py",
-    "python -m pytest -q tests/unit",
-    "curl -s https://example.com | head",
-]
+COMMAND = (
+    "cd /srv/project && git status --short && git diff --stat HEAD~1 | tail -n 5 "
+    "&& python -m pytest -q tests/unit -x 2>&1 | tail -n 20"
+)
+"""A compound Bash command of about 120 characters, as Claude Code sends them."""
+TOKEN = "bench-token-0123456789abcdef"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 def pct(values: list[float], p: float) -> float:
@@ -80,7 +86,7 @@ def hook_body(session: int, n: int) -> bytes:
             "cwd": "/srv/project",
             "permission_mode": "default",
             "tool_name": "Bash",
-            "tool_input": {"command": COMMANDS[n % len(COMMANDS)]},
+            "tool_input": {"command": COMMAND},
             "tool_use_id": f"toolu_{session}_{n}",
         }
     ).encode()
@@ -95,7 +101,7 @@ def rss_mb(pid: int) -> float:
 
 async def single_client(url: str, count: int) -> dict[str, float]:
     latencies: list[float] = []
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession(headers=AUTH) as session:
         for n in range(count + 200):
             start = time.perf_counter()
             async with session.post(f"{url}/hooks/PreToolUse", data=hook_body(0, n)) as resp:
@@ -195,8 +201,9 @@ class _Worker:
         body = hook_body(session, n)
         return (
             b"POST /hooks/PreToolUse HTTP/1.1\r\nHost: %s:%d\r\n"
+            b"Authorization: Bearer %s\r\n"
             b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-            % (self.host.encode(), self.port, len(body))
+            % (self.host.encode(), self.port, TOKEN.encode(), len(body))
         ) + body
 
     def finished(
@@ -415,6 +422,9 @@ def open_loop(
     }
 
 
+STREAM_RSS_MB = 16
+"""Growth of the gateway's RSS allowed while it proxies one long response, whatever its
+length."""
 MESSAGES = json.dumps(
     {
         "model": "claude-opus-5-5",
@@ -426,24 +436,94 @@ MESSAGES = json.dumps(
 
 
 async def ttfb(direct: str, proxied: str, count: int) -> dict[str, float]:
+    """Each sample sends the same request directly and through the gateway, in turn."""
     times: dict[str, list[float]] = {"direct": [], "proxied": []}
     headers = {
         "content-type": "application/json",
         "x-api-key": "bench",
         "X-Claude-Code-Session-Id": "bench-ttfb",
     }
+    runs = (("direct", direct, headers),
+            ("proxied", proxied, {**headers, "X-Agent-Gateway-Token": TOKEN}))
     async with aiohttp.ClientSession() as session:
         for n in range(count + 20):
-            for name, base in (("direct", direct), ("proxied", proxied)):
+            for name, base, sent in runs:
                 start = time.perf_counter()
-                async with session.post(f"{base}/v1/messages", data=MESSAGES, headers=headers) as r:
+                async with session.post(f"{base}/v1/messages", data=MESSAGES, headers=sent) as r:
+                    assert r.status == 200, (name, r.status)
                     await r.content.readany()
                     first = time.perf_counter()
                     await r.read()
                 if n >= 20:
                     times[name].append((first - start) * 1e3)
     d, p = pct(times["direct"], 50), pct(times["proxied"], 50)
-    return {"direct_p50_ms": d, "proxied_p50_ms": p, "added_p50_ms": p - d, "n": count}
+    added = sorted(b - a for a, b in zip(times["direct"], times["proxied"], strict=True))
+    return {"direct_p50_ms": d, "proxied_p50_ms": p, "added_p50_ms": p - d,
+            "paired_added_p25_p50_p75_ms": [pct(added, 25), pct(added, 50), pct(added, 75)],
+            "proxied_p99_ms": pct(times["proxied"], 99), "n": count}
+
+
+def long_stream_app(megabytes: float) -> web.Application:
+    """An upstream that answers every request with one long streamed text: about
+    `megabytes` of SSE in deltas of ~90 characters, written in 64 KB writes."""
+
+    def sse(event: dict[str, Any]) -> bytes:
+        return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+
+    delta = sse({"type": "content_block_delta", "index": 0,
+                 "delta": {"type": "text_delta", "text": "All work and no play. " * 4}})
+    head = sse({"type": "message_start", "message": {
+        "id": "msg_long", "type": "message", "role": "assistant", "model": "claude-opus-5-5",
+        "content": [], "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 1}}})
+    head += sse({"type": "content_block_start", "index": 0,
+                 "content_block": {"type": "text", "text": ""}})
+    tail = sse({"type": "content_block_stop", "index": 0})
+    tail += sse({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                 "usage": {"output_tokens": 100000}})
+    tail += sse({"type": "message_stop"})
+    count = int(megabytes * 2**20 / len(delta))
+    per_write = max(1, 64 * 1024 // len(delta))
+
+    async def messages(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(head)
+        for sent in range(0, count, per_write):
+            await response.write(delta * min(per_write, count - sent))
+        await response.write(tail)
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/messages", messages)
+    return app
+
+
+async def stream_rss(url: str, pid: int) -> dict[str, Any]:
+    """Peak RSS of the gateway (its own process, not the decision workers) while it proxies
+    one long SSE response, sampled every 5 ms; read slowly enough that the stream is in
+    flight through the gateway, not buffered by it."""
+    headers = {"content-type": "application/json", "x-api-key": "bench",
+               "X-Claude-Code-Session-Id": f"bench-stream-{time.monotonic_ns()}",
+               "X-Agent-Gateway-Token": TOKEN}
+    before = rss_mb(pid)
+    peak = before
+    received = 0
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{url}/v1/messages", data=MESSAGES, headers=headers) as r,
+    ):
+        assert r.status == 200, r.status
+        last = 0.0
+        async for block in r.content.iter_chunked(256 * 1024):
+            received += len(block)
+            if time.monotonic() - last > 0.005:
+                peak, last = max(peak, rss_mb(pid)), time.monotonic()
+    await asyncio.sleep(0.2)  # the span built after the stream ended
+    return {"response_mb": round(received / 2**20, 1), "rss_before_mb": round(before, 1),
+            "rss_peak_mb": round(max(peak, rss_mb(pid)), 1),
+            "rss_growth_mb": round(max(peak, rss_mb(pid)) - before, 1)}
 
 
 def big_messages(kb: int) -> bytes:
@@ -546,6 +626,8 @@ def main() -> int:
     parser.add_argument(
         "--budgets", action="store_true", help="also the proxy's TTFB with team budgets on"
     )
+    parser.add_argument("--stream-mb", type=float, nargs="*", default=[1.0, 10.0],
+                        help="sizes of the long SSE responses streamed for peak RSS")
     args = parser.parse_args()
     receiver = OtlpReceiver().start() if args.trail else None
     with tempfile.TemporaryDirectory() as tmp:
@@ -553,7 +635,8 @@ def main() -> int:
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
             "AGENT_GATEWAY_HOME": str(home),
-            "OTEL_TRACES_EXPORTER": "none",
+            # As a user runs it: token auth on; tracing to the default local span file.
+            "AGENT_GATEWAY_TOKEN": TOKEN,
         }
         if receiver is not None:
             key = Path(tmp, "audit.key")
@@ -581,25 +664,33 @@ def main() -> int:
                 )
                 load["audit_records"] = count_lines(audit) - before - args.sessions  # minus warm-up
                 proxy = asyncio.run(ttfb(upstream.url, gw.url, args.ttfb))
+            streams = {}
+            for mb in args.stream_mb:
+                with ThreadedApp(long_stream_app(mb)) as long_upstream, ServeProcess(
+                    POLICIES, long_upstream.url, {**env, "AGENT_GATEWAY_HOME": str(home) + "-s"}
+                ) as gw:
+                    streams[f"{mb:g}_mb"] = asyncio.run(stream_rss(gw.url, gw.proc.pid))
             trail = check_trail(receiver, audit, Path(tmp), env) if receiver else None
             budgets = budgets_on(upstream.url, env, Path(tmp), args.ttfb) if args.budgets else None
         finally:
             upstream.stop()
             if receiver is not None:
                 receiver.stop()
-    report = {"single_client": single, "open_loop": load, "proxy_ttfb": proxy}
+    report = {"single_client": single, "open_loop": load, "proxy_ttfb": proxy,
+              "proxy_stream_rss": streams}
     if trail is not None:
         report["trail"] = trail
     if budgets is not None:
         report["proxy_ttfb_with_budgets"] = budgets
     print(json.dumps(report, indent=2))
     ok = (
-        single["p50_ms"] <= 1
-        and single["p99_ms"] <= 5
+        single["p50_ms"] <= 0.7
+        and single["p99_ms"] <= 2
         and load["p99_ms"] <= 10
         and load["errors"] == 0
         and load["audit_records"] == load["decisions"]
-        and proxy["added_p50_ms"] <= 2
+        and proxy["added_p50_ms"] <= 1
+        and all(s["rss_growth_mb"] <= STREAM_RSS_MB for s in streams.values())
         and (trail is None or trail["verify_against_ok"])
         and (budgets is None or all(b["budget_added_p50_ms"] <= 1 for b in budgets.values()))
     )

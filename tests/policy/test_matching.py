@@ -236,3 +236,27 @@ def test_default_decision(policy_from: Build) -> None:
     assert decide(policy, bash("ls")).kind == "allow"
     decision = decide(policy, bash("make"))
     assert (decision.kind, decision.rule_id) == ("ask", "org.yaml:default")
+
+
+def test_a_cwd_symlink_re_pointed_between_decisions_is_resolved_anew(
+    policy_from: Build, tmp_path: Path
+) -> None:
+    # Anchors are resolved once per decision, never carried to the next: an agent that
+    # re-points its working directory's symlink gets the new target checked.
+    policy = policy_from("""
+        version: 1
+        permissions:
+          deny: ['Read(./secret/**)']
+        """)
+    for name in ("a", "b"):
+        (tmp_path / name / "secret").mkdir(parents=True)
+    link = tmp_path / "work"
+    os.symlink(tmp_path / "a", link)
+    read_a = tool("Read", cwd=str(link), file_path=str(tmp_path / "a" / "secret" / "k"))
+    read_b = tool("Read", cwd=str(link), file_path=str(tmp_path / "b" / "secret" / "k"))
+    assert decide(policy, read_a).kind == "deny"
+    assert decide(policy, read_b).kind != "deny"
+    link.unlink()
+    os.symlink(tmp_path / "b", link)
+    assert decide(policy, read_b).kind == "deny"
+    assert decide(policy, read_a).kind != "deny"

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gateway.server.app import MAX_HOOK_BODY
+from gateway.server.app import MAX_HOOK_BODY, SERVICE
 from gateway.server.auth import Caller, TokenTable
 from tests.server.conftest import AppFactory
 
@@ -42,6 +42,24 @@ async def test_pre_tool_use_denies_by_policy_and_audits(
     # a deny has no PostToolUse: its span is emitted at once, not an error, with the event
     (span,) = sink.spans
     assert span.name == "execute_tool Bash" and span.status.code == "unset"
+    assert [e.name for e in span.events] == ["agent_gateway.policy.deny"]
+
+
+async def test_a_decision_is_traced_only_after_its_answer(
+    make_client: AppFactory, policy_file: Path
+) -> None:
+    # The record is on disk before the answer; spans (and the off-host copy) wait for it.
+    client, sink = await make_client()
+    service = client.server.app[SERVICE]
+    body = pre_tool_use("rm -rf /tmp/x")
+    reply = await service.hook("PreToolUse", body, json.dumps(body).encode(), Caller("t"))
+    assert decision_of(dict(reply.body)) == "deny"
+    audit = policy_file.parent / "gw-home" / "audit.jsonl"
+    assert len(audit.read_text().splitlines()) == 1
+    assert sink.spans == []
+    assert reply.after is not None
+    reply.after()
+    (span,) = sink.spans
     assert [e.name for e in span.events] == ["agent_gateway.policy.deny"]
 
 

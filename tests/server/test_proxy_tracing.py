@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
 
+from gateway.server.app import ServeConfig, create_app
+from gateway.server.proxy import ProxiedExchange
+from gateway.server.service import GatewayService
 from gateway.server.trace_state import MemoryTraceState
-from gateway.server.tracing import root_ref
+from gateway.server.tracing import ServerTracer, root_ref
+from gateway.telemetry import ContentPolicy, load_price_table
 from gateway.telemetry import attributes as A
 from gateway.testing import ScriptedServer
-from tests.server.conftest import AppFactory
+from tests.server.conftest import AppFactory, ListSink
 
 REQUEST = {
     "model": "claude-opus-5-5",
@@ -184,3 +193,74 @@ def test_memory_trace_state_forgets_closed_sessions() -> None:
     assert state.set_new("s", "f", "1") and not state.set_new("s", "f", "2")
     assert state.remove("s", "f") and not state.remove("s", "f")
     assert state.add("s", "n", 2) == 2 and state.add("s", "c", 0.5) == 0.5
+
+
+def _long_stream(deltas: int, piece: str) -> tuple[web.Application, bytes]:
+    """An upstream sending one long text in `deltas` deltas, in 4 KB writes; and its bytes."""
+    def sse(event: dict[str, Any]) -> bytes:
+        return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+
+    body = sse({"type": "message_start", "message": {
+        "id": "msg_long", "type": "message", "role": "assistant", "model": "claude-opus-5-5",
+        "content": [], "usage": {"input_tokens": 5, "output_tokens": 1}}})
+    body += sse({"type": "content_block_start", "index": 0,
+                 "content_block": {"type": "text", "text": ""}})
+    body += sse({"type": "content_block_delta", "index": 0,
+                 "delta": {"type": "text_delta", "text": piece}}) * deltas
+    body += sse({"type": "content_block_stop", "index": 0})
+    body += sse({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                 "usage": {"output_tokens": 777}})
+    body += sse({"type": "message_stop"})
+
+    async def messages(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for i in range(0, len(body), 4096):
+            await response.write(body[i : i + 4096])
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/messages", messages)
+    return app, body
+
+
+async def test_a_long_stream_is_folded_as_it_passes_and_keeps_no_events(
+    policy_file: Path,
+) -> None:
+    upstream_app, sent = _long_stream(5000, "0123456789")
+    upstream = TestServer(upstream_app)
+    await upstream.start_server()
+    sink = ListSink()
+    tracer = ServerTracer(sink, load_price_table(), content=ContentPolicy(capture=True, limit=40))
+    exchanges: list[ProxiedExchange] = []
+
+    def tap(exchange: ProxiedExchange) -> None:
+        exchanges.append(exchange)
+        tracer.on_exchange(exchange)
+
+    service = GatewayService([str(policy_file)], tracer)
+    config = ServeConfig(policy_paths=[str(policy_file)], upstream=str(upstream.make_url("")),
+                         content_cap=tracer.content_cap)
+    client = TestClient(TestServer(create_app(config, service, tap)))
+    await client.start_server()
+    try:
+        resp = await client.post("/v1/messages", json=REQUEST,
+                                 headers={"X-Claude-Code-Session-Id": "sess-long"})
+        assert await resp.read() == sent  # every byte, unchanged
+    finally:
+        await client.close()
+        await upstream.close()
+    assert tracer.flush()
+    (exchange,) = exchanges
+    assert not hasattr(exchange, "events")  # the events were folded, none kept
+    acc = exchange.response()
+    (text,) = acc.text_blocks
+    assert (text.kept, text.total) == (40, 50_000)  # the content kept: the capture limit
+    (span,) = [s for s in sink.spans if s.name.startswith("chat")]
+    assert span.attributes[A.GEN_AI_USAGE_OUTPUT_TOKENS] == 777
+    (message,) = json.loads(str(span.attributes[A.GEN_AI_OUTPUT_MESSAGES]))
+    assert message["parts"] == [
+        {"type": "text", "content": "0123456789" * 4 + "...[truncated 49960 chars]"}
+    ]
