@@ -115,6 +115,9 @@ def _awaitable(
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: one connection for the whole run
+    # Headers and body go out in two writes: with Nagle's algorithm the second waits for
+    # Claude Code's delayed ACK, 40 ms per hook call.
+    disable_nagle_algorithm = True
     routes: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, object]]]
     loop: asyncio.AbstractEventLoop
     expected: bytes
