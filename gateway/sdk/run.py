@@ -23,7 +23,6 @@ from gateway.sdk.output import (
     is_conversation_message,
     result_failure,
 )
-from gateway.sdk.progress import Progress
 
 
 @dataclass
@@ -83,6 +82,8 @@ async def _execute(
     if request.output_format == "stream-json":
         attachments.taps.append(StreamJsonPrinter(out, request.options.include_partial_messages))
     elif request.output_format == "text" and request.progress:
+        from gateway.sdk.progress import Progress
+
         progress = Progress(err, anthropic_base_url(request.options.env))
         attachments.taps.append(progress)
         attachments.observers.append(progress)
