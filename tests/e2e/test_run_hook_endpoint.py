@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from gateway.testing import ScriptedServer
-from tests.e2e.harness import RunOutcome, Sandbox, parse_lines
+from tests.e2e.harness import RunOutcome, Sandbox, gateway_run, parse_lines
 
 pytestmark = pytest.mark.e2e
 Scripted = Callable[[dict[str, Any]], ScriptedServer]
@@ -37,6 +37,11 @@ INJECTED = {
         "import gateway.sdk.hook_answers as h\n"
         "def boom(*a, **k): raise RuntimeError('endpoint broke')\n"
         "h.HookAnswers.pre_tool_use = boom\n"
+    ),
+    "compact": (
+        "import gateway.sdk.hook_answers as h\n"
+        "async def boom(*a, **k): raise RuntimeError('endpoint broke')\n"
+        "h.HookAnswers.pre_compact = boom\n"
     ),
     # Claude Code is given a token that is not the run's: every hook call gets a 401.
     "token": (
@@ -121,3 +126,23 @@ def test_an_endpoint_that_cannot_answer_blocks_the_tool(
     assert blocked["is_error"] is True
     assert "onFailure" in str(blocked["content"]) or "hook error" in str(blocked["content"])
     assert audit_records(sandbox) == []  # nothing was decided, so nothing recorded an allow
+
+
+def test_an_endpoint_that_cannot_answer_blocks_the_compaction(
+    sandbox: Sandbox, scripted: Scripted
+) -> None:
+    summary = {"when": "compaction", "text": "<summary>Work so far.</summary>", "times": 0}
+    scripted({"responses": [{"when": "prompt", "text": "hello", "times": 0}, summary]})
+    first = gateway_run(sandbox, "hi")
+    assert first.returncode == 0, first.stderr[-2000:]
+    # Archiving is off: a working endpoint would let the compaction go ahead.
+    policy = sandbox.cwd.parent / "policy.yaml"
+    policy.write_text("version: 1\ncompaction:\n  archive: false\n  require_archive: false\n")
+    allowed = run_with(sandbox, "none", "/compact", "--resume", first.session_id,
+                       "--policy", str(policy))
+    assert any(m.get("subtype") == "compact_boundary" for m in allowed.messages)
+
+    blocked = run_with(sandbox, "compact", "/compact", "--resume", first.session_id,
+                       "--policy", str(policy))
+    assert not any(m.get("subtype") == "compact_boundary" for m in blocked.messages)
+    assert "PreCompact not answered" in blocked.stderr
