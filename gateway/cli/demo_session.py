@@ -10,10 +10,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from claude_agent_sdk import ClaudeAgentOptions
 from rich.console import Console
 
 from gateway.env import keep_local_span_file, set_gateway_home
+from gateway.sdk.options import RunOptions
 from gateway.sdk.run import RunRequest, execute
 from gateway.telemetry.show import trace_show
 from gateway.testing import ScriptedServer
@@ -149,7 +149,7 @@ def run_demo(*, keep: bool = False) -> int:
             console.print(f"[bold]policy:[/] {policy} (denies recursive rm)")
             request = RunRequest(
                 prompt=PROMPT,
-                options=ClaudeAgentOptions(cwd=str(workspace / "project"), env=env),
+                options=RunOptions(cwd=str(workspace / "project"), env=env),
                 policy_paths=[str(policy)],
             )
             status = asyncio.run(execute(request, io.StringIO(), sys.stderr, [DemoView(console)]))

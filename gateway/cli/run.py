@@ -19,12 +19,12 @@ def add_parser(sub: Subcommands) -> None:
     run = sub.add_parser(
         "run",
         help="run the agent with the gateway attached",
-        description="Run the real Claude Code agent loop through claude-agent-sdk "
-        "with policy, archive and tracing attached. The environment "
-        "(ANTHROPIC_*, OTEL_*, CLAUDE_CODE_*) reaches the agent: ANTHROPIC_BASE_URL points it "
-        "at another Messages API (`agent-gateway scripted-api` serves one offline). Text mode "
-        "prints the answer on stdout and the session id, each tool call's decision, retries "
-        "and the cost on stderr.",
+        description="Run the real Claude Code agent loop (the binary claude-agent-sdk "
+        "bundles, else `claude` on PATH) with policy, archive and tracing attached. The "
+        "environment (ANTHROPIC_*, OTEL_*, CLAUDE_CODE_*) reaches the agent: "
+        "ANTHROPIC_BASE_URL points it at another Messages API (`agent-gateway scripted-api` "
+        "serves one offline). Text mode prints the answer on stdout and the session id, each "
+        "tool call's decision, retries and the cost on stderr.",
     )
     _options(run)
 
@@ -158,11 +158,10 @@ def autocompact_window(value: str) -> str:
 
 
 def request_from_args(args: argparse.Namespace) -> RunRequest:
-    from claude_agent_sdk import ClaudeAgentOptions
-
+    from gateway.sdk.options import RunOptions
     from gateway.sdk.run import RunRequest
 
-    options = ClaudeAgentOptions(
+    options = RunOptions(
         cwd=args.cwd,
         model=args.model,
         max_turns=args.max_turns,

@@ -31,7 +31,7 @@ from gateway.telemetry.pricing import NANOS_PER_USD, PriceTable, load_price_tabl
 from gateway.telemetry.spanfile import span_file_path
 
 if TYPE_CHECKING:
-    from claude_agent_sdk import ClaudeAgentOptions
+    from gateway.sdk.options import AnyOptions
 
 log = logging.getLogger("gateway.sdk.budget")
 
@@ -192,7 +192,7 @@ class RunBudget:
             await close()
 
 
-async def admit(budget: RunBudget, options: ClaudeAgentOptions, err: TextIO) -> ClaudeAgentOptions:
+async def admit(budget: RunBudget, options: AnyOptions, err: TextIO) -> AnyOptions:
     """The options to start with: --max-budget-usd at most what the team has left (Claude
     Code stops the run there). BudgetRefused when nothing is left."""
     left, refusal = await budget.left(options.model)

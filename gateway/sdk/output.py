@@ -8,6 +8,16 @@ from typing import TextIO
 
 from gateway.hookio.messages import ResultMessage, StreamMessage, as_result
 
+# Control-protocol frames (claude-agent-sdk's business): never part of the conversation.
+_CONTROL_TYPES = frozenset(
+    {"control_request", "control_response", "control_cancel_request", "keep_alive"}
+)
+
+
+def is_conversation_message(message: StreamMessage) -> bool:
+    """True for what `claude -p --output-format stream-json --verbose` would print."""
+    return message.get("type") not in _CONTROL_TYPES and message.get("sdk_host_only") is not True
+
 
 def visible_to_caller(message: StreamMessage, include_partial: bool) -> bool:
     """Whether `claude -p --output-format stream-json --verbose` would have printed this.

@@ -14,18 +14,8 @@ from claude_agent_sdk import query as sdk_query
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
 from gateway.env import policy_paths_from_env
-from gateway.hookio.messages import StreamMessage
 from gateway.sdk.attachments import Attachments, compose_options
-
-# Control-protocol frames: the SDK's business, never part of the conversation.
-_CONTROL_TYPES = frozenset(
-    {"control_request", "control_response", "control_cancel_request", "keep_alive"}
-)
-
-
-def is_conversation_message(message: StreamMessage) -> bool:
-    """True for what `claude -p --output-format stream-json --verbose` would print."""
-    return message.get("type") not in _CONTROL_TYPES and message.get("sdk_host_only") is not True
+from gateway.sdk.output import is_conversation_message
 
 
 class TappedTransport(Transport):

@@ -1,5 +1,7 @@
 """A run of the real agent loop with the gateway attached: options in, output and exit
-status out (`agent-gateway run`, remote runs, the demo)."""
+status out (`agent-gateway run`, remote runs, the demo). Claude Code runs through its
+command line (sdk/claude_cli.py) with the gateway's hooks on a loopback http endpoint
+(sdk/hook_endpoint.py): no claude_agent_sdk import on this path."""
 
 from __future__ import annotations
 
@@ -8,24 +10,27 @@ import json
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKError
-
 from gateway.env import anthropic_base_url
-from gateway.errors import EXIT_FAILED, EXIT_OK, one_line
+from gateway.errors import EXIT_FAILED, EXIT_OK
+from gateway.hookio.messages import StreamMessage
 from gateway.sdk.account import RunAccount
 from gateway.sdk.attachments import Attachments, MessageTap
 from gateway.sdk.budget import BudgetRefused, admit
-from gateway.sdk.output import ResultTracker, StreamJsonPrinter, result_failure
-from gateway.sdk.progress import Progress
-from gateway.sdk.query import query
+from gateway.sdk.options import RunOptions
+from gateway.sdk.output import (
+    ResultTracker,
+    StreamJsonPrinter,
+    is_conversation_message,
+    result_failure,
+)
 
 
 @dataclass
 class RunRequest:
-    """Everything `agent-gateway run` (or a remote run) asks for, in SDK terms."""
+    """Everything `agent-gateway run` (or a remote run) asks for."""
 
     prompt: str
-    options: ClaudeAgentOptions
+    options: RunOptions
     policy_paths: list[str] = field(default_factory=list)
     output_format: str = "text"
     progress: bool = False
@@ -66,27 +71,41 @@ async def _execute(
     extra_taps: list[MessageTap] | None,
     account: RunAccount,
 ) -> int:
-    from gateway.sdk.wiring import attach_gateway
+    import asyncio
+
+    from gateway.sdk.claude_cli import claude_binary, merged_settings, run_claude
+    from gateway.sdk.hook_endpoint import HookEndpoint
+    from gateway.sdk.wiring import prepare_gateway
 
     tracker = ResultTracker()
     attachments = Attachments(taps=[tracker, *(extra_taps or [])])
     if request.output_format == "stream-json":
         attachments.taps.append(StreamJsonPrinter(out, request.options.include_partial_messages))
     elif request.output_format == "text" and request.progress:
+        from gateway.sdk.progress import Progress
+
         progress = Progress(err, anthropic_base_url(request.options.env))
         attachments.taps.append(progress)
         attachments.observers.append(progress)
-    options = attach_gateway(
+    claude_binary()  # not found: say so before anything is set up
+    options, answers = prepare_gateway(
         request.prompt, request.options, request.policy_paths, attachments, err, account
     )
+
+    def tap(message: StreamMessage) -> None:
+        if is_conversation_message(message):
+            attachments.tap(message)
+
     try:
-        async for _ in query(prompt=request.prompt, options=options, attachments=attachments):
-            pass  # the taps see everything; reading to the end is what matters
-    except ClaudeSDKError as exc:
-        if tracker.last is None:
-            print(f"agent-gateway run: error: {one_line(exc)[:500]}", file=err)
-            return EXIT_FAILED
-        # Claude Code exits nonzero after an error result; the result already says why.
+        with HookEndpoint(answers, asyncio.get_running_loop()) as endpoint:
+            settings = merged_settings(options, endpoint.settings())
+            status = await run_claude(request.prompt, options, settings, endpoint.env(), tap)
+    finally:
+        attachments.close()
+    if tracker.last is None and status != 0:
+        print(f"agent-gateway run: error: Claude Code exited with status {status}", file=err)
+        return EXIT_FAILED
+    # Claude Code exits nonzero after an error result; the result already says why.
     result = tracker.last
     if result is None:
         print("agent-gateway run: error: the agent ended without a result", file=err)

@@ -1,13 +1,12 @@
-"""Turns a run request into what the gateway attaches: policy and archive (the SDK callbacks of
-sdk/callbacks.py), tracing, and the policy's limits on the run's options."""
+"""Turns a run request into what the gateway attaches: policy and archive (the hook answers
+of sdk/hook_answers.py, as SDK callbacks or over the run's http hook endpoint), tracing, and
+the policy's limits on the run's options (claude_agent_sdk's or the gateway's RunOptions)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, TextIO
-
-from claude_agent_sdk import ClaudeAgentOptions
+from typing import TYPE_CHECKING, Any, TextIO
 
 from gateway.errors import ConfigError
 from gateway.hooks.engine import Engine
@@ -16,10 +15,14 @@ from gateway.integrity.keys import keys_from_env
 from gateway.policy import Limits
 from gateway.sdk.account import RunAccount, chat_metrics, run_metrics
 from gateway.sdk.attachments import Attachments
-from gateway.sdk.callbacks import HookCounts, attach_hooks
+from gateway.sdk.hook_answers import HookAnswers, HookCounts
+from gateway.sdk.options import AnyOptions
 from gateway.sdk.tracer import RunTracer
 from gateway.telemetry import attributes as A
 from gateway.telemetry.pricing import load_price_table
+
+if TYPE_CHECKING:
+    from claude_agent_sdk import ClaudeAgentOptions
 
 
 def attach_gateway(
@@ -30,7 +33,25 @@ def attach_gateway(
     err: TextIO,
     account: RunAccount | None = None,
 ) -> ClaudeAgentOptions:
-    """Add the gateway's hooks and taps to `attachments`; return the options to run with."""
+    """Add the gateway's SDK hook callbacks and taps to `attachments`; return the options to
+    run with."""
+    from gateway.sdk.callbacks import attach_hooks
+
+    options, answers = prepare_gateway(prompt, options, policy_paths, attachments, err, account)
+    attach_hooks(attachments, answers)
+    return options
+
+
+def prepare_gateway(
+    prompt: str | None,
+    options: AnyOptions,
+    policy_paths: Sequence[str],
+    attachments: Attachments,
+    err: TextIO,
+    account: RunAccount | None = None,
+) -> tuple[AnyOptions, HookAnswers]:
+    """Add the gateway's taps to `attachments`; return the options to run with and the hook
+    answers to attach (they tell the observers of `attachments`)."""
     account = account or RunAccount()
     keys_from_env()  # a bad key file stops the run now, not at its first tool call
     export = audit_export_from_env()
@@ -56,11 +77,11 @@ def attach_gateway(
         tracer.observers.append(account.budget.observe)
         if account.metrics is None:
             metrics.observe_budgets(account.budget.rows)
-    attach_hooks(attachments, engine, tracer, HookCounts(metrics, account.team))
-    return dataclasses.replace(options, env={**options.env, **tracer.child_env()})
+    answers = HookAnswers(engine, tracer, attachments.observers, HookCounts(metrics, account.team))
+    return dataclasses.replace(options, env={**options.env, **tracer.child_env()}), answers
 
 
-def apply_limits(options: ClaudeAgentOptions, limits: Limits, err: TextIO) -> ClaudeAgentOptions:
+def apply_limits(options: AnyOptions, limits: Limits, err: TextIO) -> AnyOptions:
     """Limits a caller cannot raise: lower values win, with a note; a forbidden model is refused."""
     changes: dict[str, Any] = {}
     for field, flag in (("max_turns", "--max-turns"), ("max_budget_usd", "--max-budget-usd")):

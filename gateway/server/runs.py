@@ -162,16 +162,15 @@ async def stream_run_lines(
 ) -> AsyncIterator[bytes]:
     """Run the agent on this loop; yield NDJSON bytes as messages arrive; `account`: the
     team, metrics and budget it counts against."""
-    from claude_agent_sdk import ClaudeAgentOptions
-
     from gateway.errors import GatewayError
+    from gateway.sdk.options import RunOptions as AgentOptions
     from gateway.sdk.run import RunRequest, execute
 
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()
     err = io.StringIO()
     request = RunRequest(
         prompt=spec.prompt,
-        options=ClaudeAgentOptions(
+        options=AgentOptions(
             include_partial_messages=spec.include_partial_messages, **spec.options
         ),
         policy_paths=list(spec.policy_paths),

@@ -1,97 +1,71 @@
-"""Wrapper overhead: `agent-gateway run` versus bare `claude -p`, per turn.
+"""Wrapper overhead: `agent-gateway run` versus bare `claude -p`, start-up and per turn, in wall
+time and in CPU time (user + system of the whole process tree: the gateway and Claude Code
+with every tool process they waited for; the scripted API runs in this process and is not
+counted).
 
-Runs the same scripted tool-using session with few and with many turns through each mode, and
-reports the marginal time per turn ((T_long - T_short) / extra turns), which excludes process
-start-up (the wrapper pays for importing claude-agent-sdk once per run). Budget: <= 1.10x.
+Each repeat runs a short and a long scripted tool-using session (2 and 32 turns by default)
+through each mode, in a shuffled order, so that load drifting over the run hits every mode
+alike. Per repeat and mode:
+  per turn  = (T_long - T_short) / (long - short)
+  start-up  = T_short - short * per turn
+and the figures are reported as median [min .. max] over the repeats. Budgets: the
+gateway's start-up within +0.5 s of bare (wall), and its CPU per turn within 1.10x of bare.
 
-Modes, interleaved in a shuffled order within each repeat so that load drifting over the run
-hits every mode alike:
-  bare       `claude -p ... --output-format stream-json --verbose`
-  sdk-flags  the same binary with exactly the command line and environment claude-agent-sdk
-             gives it (stream-json input, --include-partial-messages, session-state frames,
-             the policy's model/effort/limits), driven by a minimal stdin/stdout loop: what the
-             binary alone costs in SDK mode, i.e. the baseline the wrapper cannot go below
+Modes:
+  bare       `claude -p go --output-format stream-json --verbose --allowedTools Bash`
+  flags      the same binary with the command line `agent-gateway run` gives it for the
+             policy's limits (model, effort, max turns and budget, partial messages, empty
+             system prompt), without the gateway's hooks: what those flags alone cost
   gateway    `agent-gateway run --policy policies/org.yaml`
 
-A second estimate, robust to a loaded machine, is the median time between consecutive
-Messages API requests within a long run (one request per turn), as the scripted server sees it.
-
-    python tests/benchmarks/bench_wrapper.py [--repeats 5] [--short 2] [--long 22]
+    python tests/benchmarks/bench_wrapper.py [--repeats 10] [--short 2] [--long 32]
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
+import compileall
 import json
 import os
+import platform
 import random
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import gateway.testing.server as scripted_server
-from gateway.testing import ScriptedServer
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tests.e2e.harness import CLAUDE_BIN  # noqa: E402
+
+from gateway.sdk.claude_cli import claude_binary, command  # noqa: E402
+from gateway.sdk.options import RunOptions  # noqa: E402
+from gateway.testing import ScriptedServer  # noqa: E402
 
 POLICY = ROOT / "policies/org.yaml"
-MODES = ("bare", "sdk-flags", "gateway")
-_ARRIVALS: list[float] = []
-_Recorded = scripted_server.RecordedRequest
+MODES = ("bare", "flags", "gateway")
+START_UP_BUDGET_S = 0.5
+PER_TURN_BUDGET = 1.10
 
 
-def _stamped(*args: Any, **kwargs: Any) -> Any:
-    _ARRIVALS.append(time.perf_counter())
-    return _Recorded(*args, **kwargs)
-
-
-scripted_server.RecordedRequest = _stamped  # type: ignore[misc]  # arrival times, per request
-
-
-def sdk_command() -> tuple[list[str], dict[str, str]]:
-    """The command line and extra environment claude-agent-sdk gives the binary for the
-    gateway's options (the policy's limits applied, partial messages on)."""
-    from claude_agent_sdk import ClaudeAgentOptions
-    from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
-    from claude_agent_sdk._version import __version__
-
+def flags_command() -> list[str]:
+    """What `agent-gateway run --policy org.yaml` runs, less the hook settings."""
     from gateway.hooks.engine import Engine
     from gateway.sdk.wiring import apply_limits
 
-    options = ClaudeAgentOptions(allowed_tools=["Bash"], include_partial_messages=True)
+    options = RunOptions(allowed_tools=["Bash"])
     policy = Engine([str(POLICY)]).policy
     if policy is not None:
         options = apply_limits(options, policy.limits, sys.stderr)
-    transport = SubprocessCLITransport(prompt="go", options=options)
-    transport._cli_path = str(CLAUDE_BIN)
-    env = {"CLAUDE_CODE_ENTRYPOINT": "sdk-py", "CLAUDE_AGENT_SDK_VERSION": __version__,
-           "CLAUDE_CODE_SDK_READS_SESSION_STATE": "1"}
-    return transport._build_command(), env
+    return command(options, None)  # the prompt goes to its stdin, as the gateway sends it
 
 
-def drive_sdk_flags() -> int:
-    """The minimal SDK-mode host: initialize, one prompt, read to "idle", close stdin."""
-    cmd, extra = sdk_command()
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env={**os.environ, **extra})
-    assert proc.stdin is not None and proc.stdout is not None
-    init = {"type": "control_request", "request_id": "init",
-            "request": {"subtype": "initialize", "hooks": None}}
-    prompt = {"type": "user", "session_id": "", "parent_tool_use_id": None,
-              "message": {"role": "user", "content": "go"}}
-    proc.stdin.write((json.dumps(init) + "\n" + json.dumps(prompt) + "\n").encode())
-    proc.stdin.flush()
-    for line in proc.stdout:
-        if b'"session_state_changed"' in line and b'"idle"' in line:
-            proc.stdin.close()
-    return proc.wait()
+PROMPT_LINE = json.dumps({"type": "user", "session_id": "", "parent_tool_use_id": None,
+                          "message": {"role": "user", "content": "go"}}) + "\n"
 
 
 def scenario(turns: int) -> dict[str, Any]:
@@ -101,8 +75,13 @@ def scenario(turns: int) -> dict[str, Any]:
                           {"when": "tool_result", "text": "done"}]}
 
 
-def timed_run(mode: str, turns: int) -> tuple[float, float]:
-    """Wall time of one run, and the median time between its consecutive API requests."""
+def cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_run(cmd: Sequence[str], turns: int, stdin: str | None) -> tuple[float, float]:
+    """Wall and CPU seconds of one run of `cmd` against a `turns`-turn script."""
     with tempfile.TemporaryDirectory() as tmp, ScriptedServer(scenario(turns)) as server:
         home, cwd = Path(tmp, "home"), Path(tmp, "work")
         home.mkdir()
@@ -110,63 +89,106 @@ def timed_run(mode: str, turns: int) -> tuple[float, float]:
         env = {**os.environ, "HOME": str(home), "ANTHROPIC_BASE_URL": server.url,
                "ANTHROPIC_API_KEY": "bench", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                "AGENT_GATEWAY_HOME": str(Path(tmp, "gw")), "OTEL_TRACES_EXPORTER": "none"}
-        if mode == "bare":
-            cmd = [str(CLAUDE_BIN), "-p", "go", "--output-format", "stream-json", "--verbose",
-                   "--allowedTools", "Bash"]
-        elif mode == "sdk-flags":
-            cmd = [sys.executable, __file__, "--drive-sdk-flags"]
-        else:
-            cmd = [sys.executable, "-m", "gateway", "run", "go", "--output-format", "stream-json",
-                   "--allowed-tools", "Bash", "--policy", str(POLICY)]
-        _ARRIVALS.clear()
+        cpu_before = cpu_of_children()
         started = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-        elapsed = time.perf_counter() - started
+        proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
+                              input=stdin)
+        wall = time.perf_counter() - started
+        cpu = cpu_of_children() - cpu_before
         if proc.returncode != 0 or len(server.requests) != turns:
-            raise SystemExit(f"{mode} run failed: rc={proc.returncode} {proc.stderr[-300:]}")
-        gaps = [b - a for a, b in itertools.pairwise(_ARRIVALS)]
-        return elapsed, statistics.median(gaps) if gaps else 0.0
+            raise SystemExit(f"{cmd[:3]} failed: rc={proc.returncode} "
+                             f"requests={len(server.requests)}/{turns} {proc.stderr[-300:]}")
+        return wall, cpu
+
+
+def spread(values: Sequence[float], scale: float = 1.0, fmt: str = "{:.3f}") -> str:
+    ordered = sorted(v * scale for v in values)
+    return (f"{fmt.format(statistics.median(ordered))} "
+            f"[{fmt.format(ordered[0])} .. {fmt.format(ordered[-1])}]")
+
+
+def machine() -> str:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"{platform.system()} {platform.release()}, {os.cpu_count()} CPUs ({model}), "
+            f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.2f}")
 
 
 def main() -> None:
-    if sys.argv[1:] == ["--drive-sdk-flags"]:
-        raise SystemExit(drive_sdk_flags())
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--short", type=int, default=2)
-    parser.add_argument("--long", type=int, default=22)
+    parser.add_argument("--long", type=int, default=32)
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated subset")
     args = parser.parse_args()
-    walls: dict[tuple[str, int], list[float]] = {(m, n): [] for m in MODES
-                                                 for n in (args.short, args.long)}
-    gaps: dict[str, list[float]] = {m: [] for m in MODES}
+    modes = [m for m in args.modes.split(",") if m]
+    commands = {
+        "bare": [claude_binary(), "-p", "go", "--output-format", "stream-json", "--verbose",
+                 "--allowedTools", "Bash"],
+        "flags": flags_command(),
+        "gateway": [sys.executable, "-m", "gateway", "run", "go", "--output-format",
+                    "stream-json", "--allowed-tools", "Bash", "--policy", str(POLICY)],
+    }
+    # An installed gateway has its bytecode compiled at install time; a checkout run with
+    # PYTHONDONTWRITEBYTECODE would compile every module at every start instead.
+    compileall.compile_dir(ROOT / "gateway", quiet=1)
+    print(f"machine: {machine()}")
+    runs: dict[tuple[str, int], list[tuple[float, float]]] = {
+        (m, n): [] for m in modes for n in (args.short, args.long)
+    }
     for _ in range(args.repeats):
-        order = list(walls)
+        order = list(runs)
         random.shuffle(order)
         for mode, turns in order:
-            elapsed, gap = timed_run(mode, turns)
-            walls[mode, turns].append(elapsed)
-            if turns == args.long:
-                gaps[mode].append(gap)
-    per_turn: dict[str, float] = {}
-    per_gap: dict[str, float] = {}
-    for mode in MODES:
-        t_short = statistics.median(walls[mode, args.short])
-        t_long = statistics.median(walls[mode, args.long])
-        per_turn[mode] = (t_long - t_short) / (args.long - args.short)
-        per_gap[mode] = statistics.median(gaps[mode])
-        print(f"{mode:9s} {args.short} turns median {t_short:6.3f} s   "
-              f"{args.long} turns median {t_long:6.3f} s   "
-              f"per turn {per_turn[mode] * 1000:6.1f} ms   "
-              f"request-to-request median {per_gap[mode] * 1000:6.1f} ms")
-    for base in ("bare", "sdk-flags"):
-        ratio = per_turn["gateway"] / per_turn[base]
-        gap_ratio = per_gap["gateway"] / per_gap[base]
-        verdict = "within" if ratio <= 1.10 else "OVER"
-        print(f"wrapper / {base} per turn: {ratio:.3f}x ({verdict} the 1.10x budget); "
-              f"request-to-request: {gap_ratio:.3f}x")
-    print(f"binary in SDK mode / bare -p per turn: "
-          f"{per_turn['sdk-flags'] / per_turn['bare']:.3f}x "
-          f"(request-to-request {per_gap['sdk-flags'] / per_gap['bare']:.3f}x)")
+            stdin = PROMPT_LINE if mode == "flags" else None
+            runs[mode, turns].append(timed_run(commands[mode], turns, stdin))
+    extra = args.long - args.short
+    figures: dict[str, dict[str, list[float]]] = {}
+    for mode in modes:
+        shorts, longs = runs[mode, args.short], runs[mode, args.long]
+        f: dict[str, list[float]] = {k: [] for k in ("wall_turn", "cpu_turn", "wall_start",
+                                                     "cpu_start", "wall_short", "cpu_short")}
+        for (ws, cs), (wl, cl) in zip(shorts, longs, strict=True):
+            f["wall_turn"].append((wl - ws) / extra)
+            f["cpu_turn"].append((cl - cs) / extra)
+            f["wall_start"].append(ws - args.short * (wl - ws) / extra)
+            f["cpu_start"].append(cs - args.short * (cl - cs) / extra)
+            f["wall_short"].append(ws)
+            f["cpu_short"].append(cs)
+        figures[mode] = f
+        print(f"{mode:8s} {args.short}-turn run: wall {spread(f['wall_short'])} s, "
+              f"CPU {spread(f['cpu_short'])} s")
+        print(f"{'':8s} start-up: wall {spread(f['wall_start'])} s, "
+              f"CPU {spread(f['cpu_start'])} s")
+        print(f"{'':8s} per turn: wall {spread(f['wall_turn'], 1000, '{:.1f}')} ms, "
+              f"CPU {spread(f['cpu_turn'], 1000, '{:.1f}')} ms")
+    print(f"({args.repeats} repeats, {args.short}- and {args.long}-turn sessions, interleaved; "
+          "median [min .. max])")
+    if "gateway" not in figures:
+        return
+    gw = figures["gateway"]
+    for base in (m for m in ("bare", "flags") if m in figures):
+        b = figures[base]
+        start_delta = [g - x for g, x in zip(gw["wall_start"], b["wall_start"], strict=True)]
+        cpu_start_delta = [g - x for g, x in zip(gw["cpu_start"], b["cpu_start"], strict=True)]
+        ratio = [g / x for g, x in zip(gw["cpu_turn"], b["cpu_turn"], strict=True)]
+        wall_ratio = [g / x for g, x in zip(gw["wall_turn"], b["wall_turn"], strict=True)]
+        short_delta = [g - x for g, x in zip(gw["wall_short"], b["wall_short"], strict=True)]
+        start_ok = statistics.median(start_delta) <= START_UP_BUDGET_S
+        turn_ok = statistics.median(ratio) <= PER_TURN_BUDGET
+        print(f"gateway vs {base}: start-up wall {spread(start_delta, fmt='{:+.3f}')} s "
+              f"({'within' if start_ok else 'OVER'} +{START_UP_BUDGET_S} s), "
+              f"CPU {spread(cpu_start_delta, fmt='{:+.3f}')} s; "
+              f"{args.short}-turn run wall {spread(short_delta, fmt='{:+.3f}')} s")
+        print(f"gateway / {base} per turn: CPU {spread(ratio, fmt='{:.3f}x')} "
+              f"({'within' if turn_ok else 'OVER'} {PER_TURN_BUDGET}x), "
+              f"wall {spread(wall_ratio, fmt='{:.3f}x')}")
 
 
 if __name__ == "__main__":

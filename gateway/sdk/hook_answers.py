@@ -1,0 +1,139 @@
+"""The gateway's answers to PreToolUse and PreCompact in the runs it starts, whichever way
+Claude Code asks (an SDK callback, sdk/callbacks.py; an http hook on the run's loopback
+endpoint, sdk/hook_endpoint.py): the shared decision functions (hooks/decision.py,
+hooks/compact.py, held by a hooks.engine.Engine), then the run's tracer, observers and metrics.
+
+Fail closed: nothing here raises. An exception before the answer is a deny (a block), and
+tracing after it never changes it. Imports no claude_agent_sdk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gateway.errors import one_line
+from gateway.hookio.wire import PreCompactOutput, PreToolUseOutput
+from gateway.hooks.compact import PreCompactAnswer
+from gateway.hooks.decision import PreToolUseAnswer, deny_output
+from gateway.hooks.engine import Engine
+from gateway.sdk.attachments import Observer
+from gateway.types import Decision
+
+if TYPE_CHECKING:
+    from gateway.telemetry.metrics import GatewayMetrics
+
+log = logging.getLogger("gateway.sdk.callbacks")
+
+HookData = Mapping[str, Any]
+
+
+class HookTracer(Protocol):
+    """What the answers tell the run's tracer (gateway.sdk.tracer.RunTracer)."""
+
+    def transcript(self, path: str | None) -> None: ...
+
+    def pre_tool_use(self, tool_use_id: str, tool_name: str, decision: Decision | None) -> None: ...
+
+    def compacted(self, archive_id: str | None, error: str | None, trigger: str | None) -> None: ...
+
+
+class HookCounts:
+    """The run's metrics of its own hook events (decisions, compactions, hook durations)."""
+
+    def __init__(self, metrics: GatewayMetrics | None = None, team: str = "") -> None:
+        self.metrics = metrics
+        self.team = team
+
+    def decided(self, tool_name: str, decision: Decision, started: float) -> None:
+        if self.metrics is not None:
+            self.metrics.decision(decision, tool_name, self.team)
+            self.metrics.hook("PreToolUse", time.perf_counter() - started)
+
+    def compacted(self, trigger: str, outcome: str, started: float) -> None:
+        if self.metrics is not None:
+            self.metrics.compaction(trigger, outcome, self.team)
+            self.metrics.hook("PreCompact", time.perf_counter() - started)
+
+
+@dataclass
+class HookAnswers:
+    """One run's answers: its engine, and who hears about each one."""
+
+    engine: Engine
+    tracer: HookTracer
+    observers: Sequence[Observer] = ()
+    counts: HookCounts = field(default_factory=HookCounts)
+
+    def pre_tool_use(self, data: HookData, tool_use_id: str | None = None) -> PreToolUseOutput:
+        started = time.perf_counter()
+        try:
+            answer = self.engine.pre_tool_use(dict(data))
+        except Exception as exc:  # the decision path does not raise; if it ever does: deny
+            log.exception("PreToolUse not answered")
+            return deny_output(f"agent-gateway could not decide: {one_line(exc, typed=True)}")
+        _observe(lambda: _trace_tool(self.tracer, self.observers, data, tool_use_id, answer))
+        name = answer.call.tool_name if answer.call else str(data.get("tool_name", ""))
+        _observe(lambda: self.counts.decided(name, answer.decision, started))
+        return answer.output
+
+    async def pre_compact(self, data: HookData) -> PreCompactOutput:
+        started = time.perf_counter()
+        try:
+            # Archiving waits for the transcript to settle: keep the event loop free meanwhile.
+            answer = await asyncio.to_thread(self.engine.pre_compact, dict(data))
+            output: PreCompactOutput = answer.output
+            if answer.outcome.blocked:
+                # Claude Code reports a blocking SDK callback only as "[callback]"; a system
+                # message is how the reason reaches the stream.
+                output = {**output, "systemMessage": answer.outcome.block_reason}
+        except Exception as exc:  # whether the archive was required cannot be known: block
+            log.exception("PreCompact not answered")
+            reason = f"agent-gateway: compaction blocked: {one_line(exc, typed=True)}"
+            return {"decision": "block", "reason": reason, "systemMessage": reason}
+        _observe(lambda: _trace_compaction(self.tracer, self.observers, data, answer))
+        trigger = str(data.get("trigger") or "")
+        _observe(lambda: self.counts.compacted(trigger, answer.outcome.outcome, started))
+        return output
+
+
+def _trace_tool(
+    tracer: HookTracer,
+    observers: Sequence[Observer],
+    data: HookData,
+    tool_use_id: str | None,
+    answer: PreToolUseAnswer,
+) -> None:
+    tracer.transcript(str(data.get("transcript_path") or ""))
+    call = answer.call
+    call_id = call.tool_use_id if call else str(tool_use_id or data.get("tool_use_id") or "")
+    name = call.tool_name if call else str(data.get("tool_name", ""))
+    tracer.pre_tool_use(call_id, name, answer.decision)
+    tool_input = data.get("tool_input")
+    for observer in observers:
+        observer.decided(
+            call_id, name, tool_input if isinstance(tool_input, dict) else {}, answer.decision
+        )
+
+
+def _trace_compaction(
+    tracer: HookTracer, observers: Sequence[Observer], data: HookData, answer: PreCompactAnswer
+) -> None:
+    tracer.transcript(str(data.get("transcript_path") or ""))
+    outcome = answer.outcome
+    tracer.compacted(
+        outcome.archive_id or None, outcome.error or None, str(data.get("trigger") or "") or None
+    )
+    for observer in observers:
+        observer.archived(outcome.archive_id, outcome.error, outcome.blocked)
+
+
+def _observe(step: Callable[[], None]) -> None:
+    try:
+        step()
+    except Exception:  # tracing never changes an answer
+        log.exception("tracing a hook event failed; the answer stands")
