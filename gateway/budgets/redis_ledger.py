@@ -110,6 +110,7 @@ def without_password(url: str) -> str:
 def redis_module() -> Any:
     try:
         import redis
+        import redis.asyncio
     except ImportError:
         raise ConfigError(
             "--redis-url needs the redis package: pip install 'agent-gateway[redis]'"

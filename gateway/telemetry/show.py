@@ -3,6 +3,7 @@ file, drawn as a tree with durations, tokens, cost and decisions."""
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -129,7 +130,7 @@ def build_tree(spans: Sequence[SpanSpec]) -> Tree:
 def trace_show(
     session: str | None, *, home: Path | None = None, console: Console | None = None
 ) -> int:
-    """Print the trace; 0 when one was found, 1 otherwise (with a one-line message)."""
+    """Print the trace; 0 when one was found, 1 otherwise (a one-line message on stderr)."""
     if home is None:
         from gateway.env import gateway_home
 
@@ -139,7 +140,7 @@ def trace_show(
     spans = select_trace(list(read_span_file(path)), session)
     if not spans:
         which = f"for session {session}" if session else "yet"
-        out.print(f"no trace {which} in {path}")
+        print(f"no trace {which} in {path}", file=sys.stderr)
         return 1
     out.print(build_tree(spans))
     return 0

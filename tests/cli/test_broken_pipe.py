@@ -71,7 +71,7 @@ def test_a_closed_reader_ends_quietly(home: Path, tmp_path: Path, argv: list[str
         os.close(write_end)
     assert "Broken pipe" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert "Errno 32" not in proc.stderr
-    # `trace show` finds no trace in this home and says so (exit 1), on the closed stdout too
+    # `trace show` finds no trace in this home and says so on stderr (exit 1)
     assert proc.returncode == (1 if argv == ["trace", "show"] else 0), proc.stderr
 
 

@@ -140,7 +140,7 @@ def test_breaker_drops_batches_at_once_after_a_failure() -> None:
     assert calls == [2, 2]
 
 
-def test_local_span_file_and_trace_show(tmp_path: Path) -> None:
+def test_local_span_file_and_trace_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     sink = open_span_sink(export_settings({}, tmp_path))
     first = run("hook-denied")
     second = run("subagent-task")
@@ -176,4 +176,5 @@ def test_local_span_file_and_trace_show(tmp_path: Path) -> None:
 
     out = io.StringIO()
     assert trace_show("nope", home=tmp_path, console=Console(file=out, width=200)) == 1
-    assert "no trace for session nope" in out.getvalue()
+    assert out.getvalue() == ""
+    assert "no trace for session nope" in capsys.readouterr().err
