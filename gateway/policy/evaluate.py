@@ -28,7 +28,14 @@ from gateway.policy.compiled import (
     Rule,
 )
 from gateway.policy.domains import url_hosts
-from gateway.policy.paths import PathPattern, fresh_decision, glob_in, path_targets
+from gateway.policy.paths import (
+    PathPattern,
+    PatternUnion,
+    fresh_decision,
+    glob_in,
+    path_targets,
+    union_of,
+)
 from gateway.policy.rulestring import PATH_TOOLS
 from gateway.policy.shell.argv import normalize_name
 from gateway.policy.shell.scan import Scan, SimpleCommand, scan
@@ -164,8 +171,7 @@ class _Resolved:
 
     def __init__(self, policy: Policy, call: ToolCall, bash: Scan) -> None:
         self.call, self.bash = call, bash
-        self.roots = tuple(dict.fromkeys(
-            (call.cwd or "/", *(p.search_root(call.cwd) for p in _root_patterns(policy)))))
+        self.roots = _search_roots(policy, call.cwd)
         self.cache: dict[str, tuple[str, ...] | None] = {}
 
     def targets(self, raw: str) -> tuple[str, ...] | None:
@@ -178,17 +184,16 @@ def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
                resolved: _Resolved) -> None:
     """Read and Edit rules hold through Bash: every file a command reads or writes is
     checked like the file tools' paths (deny and ask rules; allow rules do not apply)."""
-    families = {mode: [r for r in layer.by_tool.get(tool, ()) if r.decision != "allow"
-                       and isinstance(r.matcher, PathRule)]
-                for mode, tool in (("read", "Read"), ("write", "Edit"))}
-    if not families["read"] and not families["write"]:
+    families = _path_families(layer)
+    if not families:
         return
     seen: set[tuple[str, str, bool]] = set()
     for access in bash.accesses:
-        rules = families[access.mode]
+        family = families.get(access.mode)
         key = (access.mode, access.path.text, access.possible)
-        if not rules or key in seen:
+        if family is None or key in seen:
             continue
+        rules, union = family
         seen.add(key)
         path = access.path
         if path.dynamic:
@@ -198,6 +203,8 @@ def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
                                        f"it {access.mode}s a path computed at run time"))
             continue
         targets = resolved.targets(path.text)
+        if targets is not None and not union.matches(targets, call.cwd):
+            continue  # no rule of the family matches: most paths
         for rule in rules:
             matcher = rule.matcher
             assert isinstance(matcher, PathRule)
@@ -227,6 +234,32 @@ def _could_match(rules: list[Rule], text: str, cwd: str) -> Rule | None:
     return None
 
 
+_FAMILIES: dict[int, tuple[Layer, dict[str, tuple[list[Rule], PatternUnion]]]] = {}
+
+
+def _path_families(layer: Layer) -> dict[str, tuple[list[Rule], PatternUnion]]:
+    """A layer's deny and ask path rules by the access they govern (Read: a read, Edit: a
+    write), with their union, worked out once per layer."""
+    known = _FAMILIES.get(id(layer))
+    if known is not None and known[0] is layer:
+        return known[1]
+    families: dict[str, tuple[list[Rule], PatternUnion]] = {}
+    for mode, tool in (("read", "Read"), ("write", "Edit")):
+        rules = [r for r in layer.by_tool.get(tool, ()) if r.decision != "allow"
+                 and isinstance(r.matcher, PathRule)]
+        if rules:
+            families[mode] = (rules, union_of([_path_pattern(r) for r in rules]))
+    if len(_FAMILIES) >= 64:
+        _FAMILIES.clear()
+    _FAMILIES[id(layer)] = (layer, families)
+    return families
+
+
+def _path_pattern(rule: Rule) -> PathPattern:
+    assert isinstance(rule.matcher, PathRule)
+    return rule.matcher.pattern
+
+
 _ROOT_PATTERNS: dict[int, tuple[Policy, tuple[PathPattern, ...]]] = {}
 
 
@@ -249,6 +282,25 @@ def _root_patterns(policy: Policy) -> tuple[PathPattern, ...]:
     patterns = tuple(distinct.values())
     _ROOT_PATTERNS[id(policy)] = (policy, patterns)
     return patterns
+
+
+_SEARCH_ROOTS: dict[tuple[int, str, str], tuple[Policy, tuple[str, ...]]] = {}
+
+
+def _search_roots(policy: Policy, cwd: str) -> tuple[str, ...]:
+    """Where other names of a hard-linked file are looked for: cwd and each deny or ask
+    path rule's literal directory, as written (no symlink resolved), so fixed per policy,
+    cwd and home directory."""
+    key = (id(policy), cwd, os.environ.get("HOME", ""))
+    known = _SEARCH_ROOTS.get(key)
+    if known is not None and known[0] is policy:
+        return known[1]
+    roots = tuple(dict.fromkeys(
+        (cwd or "/", *(p.search_root(cwd) for p in _root_patterns(policy)))))
+    if len(_SEARCH_ROOTS) >= 256:
+        _SEARCH_ROOTS.clear()
+    _SEARCH_ROOTS[key] = (policy, roots)
+    return roots
 
 
 def _access_targets(raw: str, bash: Scan, cwd: str, roots: tuple[str, ...]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -43,6 +44,45 @@ class PathPattern:
             if anywhere and self.floating and self.regex.match(target.lstrip("/")):
                 return True
         return False
+
+
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+
+
+@dataclass(frozen=True)
+class PatternUnion:
+    """Whether any of several patterns matches, with one regex per anchor: a decision
+    checks every path a command touches against every deny and ask path rule, and most
+    paths match none. Same answer as any(p.matches(targets, cwd, anywhere=True))."""
+
+    anchored: tuple[tuple[Anchor, re.Pattern[str]], ...]
+    floating: re.Pattern[str] | None
+
+    def matches(self, targets: tuple[str, ...], cwd: str) -> bool:
+        for anchor, regex in self.anchored:
+            bases = _bases(anchor, cwd)
+            for target in targets:
+                for base in bases:
+                    rel = _relative(target, base)
+                    if rel is not None and regex.match(rel):
+                        return True
+        if self.floating is not None:
+            return any(self.floating.match(target.lstrip("/")) for target in targets)
+        return False
+
+
+def union_of(patterns: Sequence[PathPattern]) -> PatternUnion:
+    def joined(members: list[PathPattern]) -> re.Pattern[str]:
+        # pathspec names a group in each regex; names may not repeat in one regex
+        return re.compile("|".join(
+            f"(?:{_NAMED_GROUP.sub('(?:', p.regex.pattern)})" for p in members))
+
+    by_anchor: dict[Anchor, list[PathPattern]] = {}
+    for pattern in patterns:
+        by_anchor.setdefault(pattern.anchor, []).append(pattern)
+    floating = [p for p in patterns if p.floating]
+    return PatternUnion(tuple((a, joined(ps)) for a, ps in by_anchor.items()),
+                        joined(floating) if floating else None)
 
 
 _BASES: dict[tuple[Anchor, str], tuple[str, ...]] = {}
