@@ -367,10 +367,12 @@ def cpu_ns(pid: int | None) -> int | None:
 
 
 def _renice(process: BaseProcess, niceness: int) -> None:
-    """Lower a worker's priority (raising niceness needs no privilege)."""
+    """Lower a worker's priority by `niceness` below the gateway's own (raising niceness
+    needs no privilege; a gateway started under `nice` still moves slow work out of the way)."""
     if process.pid is not None:
         with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, process.pid, niceness)
+            own = os.getpriority(os.PRIO_PROCESS, 0)
+            os.setpriority(os.PRIO_PROCESS, process.pid, min(19, own + niceness))
 
 
 def _reap(processes: list[BaseProcess]) -> None:
