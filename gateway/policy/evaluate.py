@@ -203,7 +203,7 @@ def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
                                        f"it {access.mode}s a path computed at run time"))
             continue
         targets = resolved.targets(path.text)
-        if targets is not None and not union.matches(targets, call.cwd):
+        if union is not None and targets is not None and not union.matches(targets, call.cwd):
             continue  # no rule of the family matches: most paths
         for rule in rules:
             matcher = rule.matcher
@@ -234,21 +234,26 @@ def _could_match(rules: list[Rule], text: str, cwd: str) -> Rule | None:
     return None
 
 
-_FAMILIES: dict[int, tuple[Layer, dict[str, tuple[list[Rule], PatternUnion]]]] = {}
+_FAMILIES: dict[int, tuple[Layer, dict[str, tuple[list[Rule], PatternUnion | None]]]] = {}
+UNION_FROM = 64
+"""Rules in a family from which their union is compiled: compiling it costs about 40 us a
+rule, once per process, which a command hook (one decision per process) would pay in full."""
 
 
-def _path_families(layer: Layer) -> dict[str, tuple[list[Rule], PatternUnion]]:
+def _path_families(layer: Layer) -> dict[str, tuple[list[Rule], PatternUnion | None]]:
     """A layer's deny and ask path rules by the access they govern (Read: a read, Edit: a
-    write), with their union, worked out once per layer."""
+    write), with their union when they are many, worked out once per layer."""
     known = _FAMILIES.get(id(layer))
     if known is not None and known[0] is layer:
         return known[1]
-    families: dict[str, tuple[list[Rule], PatternUnion]] = {}
+    families: dict[str, tuple[list[Rule], PatternUnion | None]] = {}
     for mode, tool in (("read", "Read"), ("write", "Edit")):
         rules = [r for r in layer.by_tool.get(tool, ()) if r.decision != "allow"
                  and isinstance(r.matcher, PathRule)]
         if rules:
-            families[mode] = (rules, union_of([_path_pattern(r) for r in rules]))
+            many = len(rules) >= UNION_FROM
+            union = union_of([_path_pattern(r) for r in rules]) if many else None
+            families[mode] = (rules, union)
     if len(_FAMILIES) >= 64:
         _FAMILIES.clear()
     _FAMILIES[id(layer)] = (layer, families)

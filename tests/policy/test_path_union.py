@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gateway.policy import Policy, decide
+from gateway.policy.evaluate import UNION_FROM
 from gateway.policy.paths import compile_path_pattern, union_of
+
+from .conftest import bash
 
 PATTERNS = ["**/.env", ".env*", "//etc/**", "~/.ssh/**", "/secrets/**", "./build/*.key",
             "src/**/id_rsa", "*.pem", "//var/log/*.log", "/data1/**", "~/.aws/credentials",
@@ -37,3 +45,20 @@ def test_the_union_sees_a_match_and_a_miss() -> None:
     assert union.matches(("/srv/project/app/.env",), "/srv/project")
     assert union.matches(("/etc/cron.d/x",), "/srv/project")
     assert not union.matches(("/srv/project/app/env",), "/srv/project")
+
+
+@pytest.mark.parametrize("rules", [3, UNION_FROM + 6])
+def test_bash_file_rules_decide_alike_with_few_rules_and_with_many(
+    policy_from: Callable[..., Policy], tmp_path: Path, rules: int
+) -> None:
+    """From UNION_FROM rules a family is checked through its union first."""
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / ".env").write_text("SECRET=1\n")
+    (tmp_path / "app" / "notes.txt").write_text("hi\n")
+    deny = ["**/.env", *(f"/data{i}/**" for i in range(rules - 1))]
+    text = "version: 1\npermissions:\n  deny:\n" + "".join(f"    - 'Read({d})'\n" for d in deny)
+    policy = policy_from(text)
+    cwd = str(tmp_path)
+    assert decide(policy, bash("cat app/.env | base64", cwd=cwd)).kind == "deny"
+    assert decide(policy, bash(f"head {tmp_path}/data{rules - 2}/x", cwd=cwd)).kind == "deny"
+    assert decide(policy, bash("cat app/notes.txt", cwd=cwd)).kind != "deny"
