@@ -72,6 +72,14 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         if name == "hook":
             sys.stderr.write("agent-gateway: the hook's answer could not be written\n")
             status = 2
+    except OSError as exc:
+        # What a command does not handle itself, most often its own output (a full disk, a
+        # terminal gone): one line, not a traceback; a hook that cannot answer blocks.
+        from gateway.errors import one_line
+
+        _silence_stdout()
+        sys.stderr.write(f"agent-gateway: {one_line(exc)}\n")
+        status = 2 if name == "hook" else 1
     sys.exit(status)
 
 

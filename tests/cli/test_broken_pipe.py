@@ -88,3 +88,20 @@ def test_a_hook_whose_answer_cannot_be_written_blocks(home: Path, tmp_path: Path
         os.close(write_end)
     assert proc.returncode == 2
     assert proc.stderr.decode().count("\n") == 1
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("argv", [a for a in COMMANDS if a[-1] != "--help"], ids=" ".join)
+def test_output_that_cannot_be_written_is_one_line_and_a_failure(
+    home: Path, tmp_path: Path, argv: list[str]
+) -> None:
+    """stdout on a full disk: one line naming the error, a failing exit, no traceback."""
+    argv = [_archive_id(home) if a == "ARCHIVE" else a for a in argv]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "gateway", *argv], stdout=full,
+                              stderr=subprocess.PIPE, text=True, cwd=tmp_path, timeout=120,
+                              check=False, env=os.environ.copy())
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode in (1, 2) and proc.stderr.count("\n") == 1, proc.stderr
+    if argv != ["trace", "show"]:  # which has nothing to print in this home, and says so
+        assert "No space left on device" in proc.stderr, proc.stderr
