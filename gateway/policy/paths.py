@@ -177,7 +177,9 @@ def hard_link_names(path: str, roots: tuple[str, ...]) -> tuple[str, ...]:
     target = (info.st_dev, info.st_ino)
     found: list[str] = []
     budget = MAX_LINK_SEARCH
-    pending = [r for r in dict.fromkeys(roots) if os.path.isdir(r)]
+    # A stack holding the roots in reverse: the first root (the session's directory, where a
+    # project's secrets are) is searched whole before the budget goes to the next one.
+    pending = [r for r in reversed(dict.fromkeys(roots)) if os.path.isdir(r)]
     while pending and budget > 0:
         directory = pending.pop()
         try:

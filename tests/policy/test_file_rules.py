@@ -180,3 +180,26 @@ def test_default_allow_is_withheld_too(tmp_path: Path, project: Path) -> None:
     assert decide(policy, _bash("ls -la", project)).kind == "allow"
     assert decide(policy, _bash("GIT_PAGER=x git log", project)).kind == "abstain"
     assert decide(policy, _bash("$(echo ls)x", project)).kind == "abstain"
+
+
+def test_a_hard_link_is_found_in_the_session_directory_before_other_roots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search for other names is bounded; the session's directory comes first, so a
+    large tree under another rule's root cannot use up the budget before it."""
+    import gateway.policy.paths as paths
+
+    monkeypatch.setattr(paths, "MAX_LINK_SEARCH", 40)
+    project, big = tmp_path / "project", tmp_path / "big"
+    (project / "app").mkdir(parents=True)
+    (project / "app" / ".env").write_text("DB=secret\n")
+    os.link(project / "app" / ".env", project / "hard")
+    big.mkdir()
+    for n in range(60):
+        (big / f"f{n}").write_text("")
+    policy_file = tmp_path / "org.yaml"
+    policy_file.write_text(f"version: 1\npermissions:\n  deny:\n    - Read(**/.env)\n"
+                           f"    - Read(/{big.name}/**)\n    - Read(//{big}/**)\n")
+    policy = load_policy([str(policy_file)])
+    for command in ("cat hard", "while read l; do echo $l; done < hard"):
+        assert decide(policy, _bash(command, project)).kind == "deny", command
