@@ -4,7 +4,8 @@
 `compact.answer_pre_compact` archives before every compaction; both fail closed. Their
 callers: `command` is Claude Code's command-hook process contract (`agent-gateway hook
 pre-tool-use|pre-compact [--remote URL]`); `engine` holds what long-running processes keep
-between calls (the SDK callbacks in gateway.sdk.callbacks, the HTTP hooks' decision workers
-in gateway.server.decision_worker); `remote` relays a command hook to a gateway; `trail` sends
-audit records to the off-host copy. May import the cores; never `sdk`, `server`, `cli`.
+between calls (the answers of the runs the gateway starts, in gateway.sdk.hook_answers, the
+HTTP hooks' decision workers in gateway.server.decision_worker); `remote` relays a command
+hook to a gateway; `trail` sends audit records to the off-host copy. May import the cores;
+never `sdk`, `server`, `cli`.
 """

@@ -1,7 +1,8 @@
 """The one decision path: `answer_pre_tool_use` parses a PreToolUse hook input, decides it,
 records the decision in the audit log and renders Claude Code's answer. Every vantage point
-calls it: the command hook (`agent-gateway hook pre-tool-use`, hooks/command.py), the SDK
-callback of `agent-gateway run` and `gateway.query` (sdk/callbacks.py, through
+calls it: the command hook (`agent-gateway hook pre-tool-use`, hooks/command.py), the
+loopback http hook of `agent-gateway run` and the SDK callback of `gateway.query`
+(sdk/hook_endpoint.py and sdk/callbacks.py, both through sdk/hook_answers.py and
 hooks/engine.py) and the HTTP hook of `serve` (server/decision_worker.py, through
 hooks/engine.py).
 

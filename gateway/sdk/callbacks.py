@@ -5,38 +5,26 @@ tracer, observers and metrics). `agent-gateway run` asks the same answers over a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import cast
 
 from claude_agent_sdk import HookContext, HookMatcher
 from claude_agent_sdk.types import HookCallback, HookInput, HookJSONOutput
 
-from gateway.hooks.engine import Engine
-from gateway.sdk.attachments import Attachments, Observer
-from gateway.sdk.hook_answers import HookAnswers, HookCounts, HookTracer
+from gateway.sdk.attachments import Attachments
+from gateway.sdk.hook_answers import HookAnswers
 
-__all__ = ["HookCounts", "HookTracer", "attach_hooks", "pre_compact_callback",
-           "pre_tool_use_callback"]
+__all__ = ["attach_hooks", "pre_compact_callback", "pre_tool_use_callback"]
 
 
 def attach_hooks(attachments: Attachments, answers: HookAnswers) -> None:
     # No PostToolUse callback: the tool_result in the stream ends the tool span, and every
     # callback costs a control-protocol round trip per tool call.
-    args = (answers.engine, answers.tracer, answers.observers, answers.counts)
-    pre_tool_use = pre_tool_use_callback(*args)
-    pre_compact = pre_compact_callback(*args)
+    pre_tool_use, pre_compact = pre_tool_use_callback(answers), pre_compact_callback(answers)
     attachments.add_hook("PreToolUse", HookMatcher(matcher=None, hooks=[pre_tool_use]))
     attachments.add_hook("PreCompact", HookMatcher(matcher=None, hooks=[pre_compact]))
 
 
-def pre_tool_use_callback(
-    engine: Engine,
-    tracer: HookTracer,
-    observers: Sequence[Observer] = (),
-    counts: HookCounts | None = None,
-) -> HookCallback:
-    answers = HookAnswers(engine, tracer, observers, counts or HookCounts())
-
+def pre_tool_use_callback(answers: HookAnswers) -> HookCallback:
     async def pre_tool_use(
         data: HookInput, tool_use_id: str | None, _ctx: HookContext
     ) -> HookJSONOutput:
@@ -45,14 +33,7 @@ def pre_tool_use_callback(
     return pre_tool_use
 
 
-def pre_compact_callback(
-    engine: Engine,
-    tracer: HookTracer,
-    observers: Sequence[Observer] = (),
-    counts: HookCounts | None = None,
-) -> HookCallback:
-    answers = HookAnswers(engine, tracer, observers, counts or HookCounts())
-
+def pre_compact_callback(answers: HookAnswers) -> HookCallback:
     async def pre_compact(
         data: HookInput, _tool_use_id: str | None, _ctx: HookContext
     ) -> HookJSONOutput:

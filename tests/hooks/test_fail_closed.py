@@ -27,6 +27,7 @@ from gateway.hooks.command import run_pre_tool_use
 from gateway.hooks.engine import Engine
 from gateway.policy.reload import PolicyHolder
 from gateway.sdk.callbacks import pre_tool_use_callback
+from gateway.sdk.hook_answers import HookAnswers
 from gateway.server.decision_worker import Decided, DecideRequest, WorkerInit, _handle
 from gateway.types import Decision
 
@@ -137,7 +138,7 @@ class TracerSpy:
 async def sdk_callback(policy: str, command: str, trail: Any,
                        tracer: TracerSpy | None = None) -> tuple[str | None, str]:
     engine = Engine([policy], audit_export=trail)
-    callback = pre_tool_use_callback(engine, tracer or TracerSpy())
+    callback = pre_tool_use_callback(HookAnswers(engine, tracer or TracerSpy()))
     output = await callback(hook_input(command), "toolu_1", {"signal": None})  # type: ignore[arg-type]
     return permission(dict(output)), json.dumps(output)
 

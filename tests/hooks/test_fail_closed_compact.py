@@ -23,6 +23,7 @@ from gateway.hookio.wire import PreCompactOutput
 from gateway.hooks.compact import run_pre_compact_hook
 from gateway.hooks.engine import Engine
 from gateway.sdk.callbacks import pre_compact_callback
+from gateway.sdk.hook_answers import HookAnswers
 from tests.archive.conftest import Session
 from tests.hooks.test_fail_closed import Boom, ExportSpy, TracerSpy, _raise
 
@@ -51,7 +52,7 @@ async def sdk_callback(raw: str, settings: Callable[[], tuple[CompactionSettings
                        tracer: TracerSpy | None = None) -> tuple[bool, PreCompactOutput]:
     engine = Engine([])
     engine.compaction_settings = settings  # type: ignore[method-assign]
-    callback = pre_compact_callback(engine, tracer or TracerSpy())
+    callback = pre_compact_callback(HookAnswers(engine, tracer or TracerSpy()))
     output: Any = await callback(json.loads(raw) if raw.startswith("{") else {"bad": raw},
                                  None, {"signal": None})
     blocked = output.get("decision") == "block"
