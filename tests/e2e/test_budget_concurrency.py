@@ -27,6 +27,7 @@ from gateway.budgets.redis_ledger import PREFIX
 from gateway.telemetry.pricing import Usage, load_price_table
 from gateway.testing import ScriptedServer
 from gateway.testing.server import RecordedRequest
+from tests.e2e.budget_scenario import SMALL
 from tests.e2e.harness import RunOutcome, Sandbox, claude_run
 from tests.prometheus_text import total
 from tests.redis_server import RedisServer, SlowRelay
@@ -34,7 +35,6 @@ from tests.server.processes import ServeProcess
 
 pytestmark = pytest.mark.e2e
 USD = 1_000_000_000
-SMALL = {"input_tokens": 1200, "output_tokens": 42}
 COST = load_price_table().cost_nanos("claude-opus-5-5", Usage(1200, 42))
 BUDGET_A = 0.70  # a Claude Code request holds ~$0.13 (a 50 KB body, 4,096 output tokens)
 SCRAPE = "scrape-token"

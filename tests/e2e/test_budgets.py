@@ -20,6 +20,7 @@ import pytest
 
 from gateway.telemetry.pricing import Usage, load_price_table
 from gateway.testing import ScriptedServer
+from tests.e2e.budget_scenario import BIG, SCENARIO, SMALL
 from tests.e2e.harness import RunOutcome, Sandbox, claude_run, gateway_cli, print_settings
 from tests.otlp_receiver import OtlpReceiver
 from tests.prometheus_text import samples, series, total
@@ -31,16 +32,6 @@ PRICES = load_price_table()
 MODEL = "claude-opus-5-5"
 SCRAPE = "scrape-token"
 POLICY = "version: 1\nname: org\npermissions:\n  allow:\n    - Bash(echo:*)\n"
-BIG = {"input_tokens": 100_000, "output_tokens": 42}
-SMALL = {"input_tokens": 1200, "output_tokens": 42}
-SCENARIO = {
-    "responses": [
-        {"when": "prompt", "times": 0, "text": "checking", "usage": BIG,
-         "tool_use": [{"name": "Bash", "input": {"command": "echo hi"}}]},
-        {"when": "tool_result", "times": 0, "text": "done", "stop_reason": "end_turn",
-         "usage": SMALL},
-    ]
-}
 
 
 def nanos(usage: dict[str, int]) -> int:

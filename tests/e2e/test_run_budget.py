@@ -13,22 +13,13 @@ import pytest
 
 from gateway.telemetry.pricing import Usage, load_price_table
 from gateway.testing import ScriptedServer
+from tests.e2e.budget_scenario import BIG, SCENARIO, SMALL
 from tests.e2e.harness import Sandbox, gateway_cli, gateway_run
 from tests.otlp_receiver import OtlpReceiver
 
 pytestmark = pytest.mark.e2e
 Scripted = Callable[[dict[str, Any]], ScriptedServer]
 PRICES = load_price_table()
-BIG = {"input_tokens": 100_000, "output_tokens": 42}
-SMALL = {"input_tokens": 1200, "output_tokens": 42}
-SCENARIO = {
-    "responses": [
-        {"when": "prompt", "times": 0, "text": "checking", "usage": BIG,
-         "tool_use": [{"name": "Bash", "input": {"command": "echo hi"}}]},
-        {"when": "tool_result", "times": 0, "text": "done", "stop_reason": "end_turn",
-         "usage": SMALL},
-    ]
-}
 RUN_COST = sum(PRICES.cost_nanos("claude-opus-5-5", Usage(u["input_tokens"], u["output_tokens"]))
                or 0 for u in (BIG, SMALL))
 POLICY = "version: 1\nname: org\npermissions:\n  allow:\n    - Bash(echo:*)\n"
