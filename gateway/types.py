@@ -12,6 +12,9 @@ whole for the archive. Wire shapes the gateway knows are TypedDicts beside their
 JSONObject: TypeAlias = "dict[str, JSON]"
 
 DecisionKind = Literal["allow", "deny", "ask", "abstain"]
+EnforcedBy = Literal["hook", "sandbox"]
+"""Which layer enforces a decision: the hook's answer, or Claude Code's OS sandbox for what
+the hook left to it (a path computed at run time, what an unknown program opens)."""
 """`abstain` means no rule applied: Claude Code's own permission flow decides."""
 
 
@@ -52,6 +55,10 @@ class Decision:
     policy_hash: str = ""
     self_protection: bool = True
     """False when the org policy turned the built-in self-protection rules off."""
+    enforced_by: EnforcedBy = "hook"
+    """`sandbox` when a file rule could apply but only the kernel can tell, and the session's
+    OS sandbox (compiled from this policy) holds it; `rule_id` and `reason` then name it
+    unless another rule decided."""
 
 
 @dataclass(frozen=True, slots=True)

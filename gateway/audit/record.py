@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, NotRequired, TypedDict
 
 from gateway.archive.redact import BUILTIN_RULES, Pattern, Redactor, patterns_from, redact_json
 from gateway.hashchain import canonical_json
-from gateway.types import JSON, Decision, DecisionKind, ToolCall
+from gateway.types import JSON, Decision, DecisionKind, EnforcedBy, ToolCall
 
 if TYPE_CHECKING:
     from gateway.policy.compiled import Policy
@@ -36,6 +36,9 @@ class DecisionRecord(TypedDict):
     reason: str
     policy: str
     """The policy bundle's sha256."""
+    enforced_by: EnforcedBy
+    """`hook`: the decision is the hook's answer; `sandbox`: a file rule the hook could not
+    prove is left to the session's OS sandbox, which holds it (`rule_id` names it)."""
     self_protection: NotRequired[Literal["off"]]
     tenant: NotRequired[str]
     input_sha256: str
@@ -82,6 +85,7 @@ class AuditRecord(TypedDict, total=False):
     rule_id: str
     reason: str
     policy: str
+    enforced_by: str
     self_protection: Literal["off"]
     archive_id: str
     cwd: str
@@ -136,6 +140,7 @@ def decision_record(
         "rule_id": decision.rule_id,
         "reason": decision.reason,
         "policy": decision.policy_hash,
+        "enforced_by": decision.enforced_by,
         "input_sha256": hashlib.sha256(raw).hexdigest(),
         "input_bytes": len(raw),
         "input": shown,

@@ -17,6 +17,7 @@ compiled-policy evaluation, the audit log and the standard library, nothing else
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,9 +87,14 @@ def answer_pre_tool_use(
     audit_log: Path | None = None,
     trail: TrailSink | None = None,
     audit_extra: Mapping[str, str] | None = None,
+    sandbox: str = "",
+    sandbox_unavailable: str = "",
 ) -> PreToolUseAnswer:
     """Parse, decide, record, render; never raises. `audit_log` defaults to the home's;
-    `audit_extra` adds fields to the record (the service: the caller's tenant)."""
+    `audit_extra` adds fields to the record (the service: the caller's tenant); `sandbox` is
+    the fingerprint of the OS sandbox the session's settings carry ('' for none), told by
+    where the hook is configured (a hook argument, the hook URL), never by the agent;
+    `sandbox_unavailable` why the sandbox the policy requires cannot start (`run` knows)."""
     try:
         call = parse_pre_tool_use(raw)
     except Exception as exc:
@@ -102,7 +108,8 @@ def answer_pre_tool_use(
         return _answer(Decision(kind="abstain"), call)
     failure = ""
     try:
-        decision = decide(current, call)
+        decision = decide(current, call, sandboxed=sandboxed(current, sandbox),
+                          sandbox_unavailable=sandbox_unavailable)
     except Exception as exc:  # an evaluation bug must block, never allow; it is recorded
         _log_exception("policy evaluation failed")
         decision = fail_closed(
@@ -123,6 +130,14 @@ def answer_pre_tool_use(
         except Exception:  # the record is on disk; its copy never changes the decision
             _log_exception("audit record not exported; the decision stands")
     return _answer(decision, call, record, failure)
+
+
+def sandboxed(policy: Policy, fingerprint: str) -> bool:
+    """Whether a session whose settings carry `fingerprint` runs under the sandbox compiled
+    from `policy`: not when the policy has changed since its settings were generated (the
+    sandbox holds the old rules), nor when the policy does not require one."""
+    return (bool(fingerprint) and policy.sandbox == "required"
+            and hmac.compare_digest(fingerprint, policy.sandbox_fingerprint))
 
 
 def _failed(what: str, call: ToolCall | None = None, policy_hash: str = "") -> PreToolUseAnswer:

@@ -51,16 +51,24 @@ class Engine:
         return str(error) if error else None
 
     def pre_tool_use(
-        self, raw: RawInput, *, audit_extra: Mapping[str, str] | None = None
+        self,
+        raw: RawInput,
+        *,
+        audit_extra: Mapping[str, str] | None = None,
+        sandbox: str = "",
+        sandbox_unavailable: str = "",
     ) -> PreToolUseAnswer:
         """Decide, audit, render (hooks/decision.py). `audit_extra` adds fields to the audit
-        record (the service: the caller's tenant)."""
+        record (the service: the caller's tenant); `sandbox` is the fingerprint of the OS
+        sandbox the session runs under, `sandbox_unavailable` why it cannot start."""
         return answer_pre_tool_use(
             raw,
             lambda: self.policy,
             audit_log=self._audit_log,
             trail=self._export,
             audit_extra=audit_extra,
+            sandbox=sandbox,
+            sandbox_unavailable=sandbox_unavailable,
         )
 
     def compaction_settings(self) -> tuple[CompactionSettings, str]:

@@ -30,7 +30,7 @@ from gateway.policy.compiled import (
 from gateway.policy.domains import DomainPattern
 from gateway.policy.paths import PathPattern
 
-FORMAT = "policy-cache-6"
+FORMAT = "policy-cache-7"
 Data = dict[str, Any]
 T = TypeVar("T")
 
@@ -49,6 +49,8 @@ def policy_to_data(policy: Policy) -> Data:
         },
         "compaction": dict(policy.compaction) if policy.compaction is not None else None,
         "self_protection": policy.self_protection,
+        "sandbox": policy.sandbox,
+        "sandbox_fingerprint": policy.sandbox_fingerprint,
     }
 
 
@@ -117,6 +119,8 @@ def policy_from_data(data: Any) -> Policy:
                _opt(limits.get("models"), _strs), _opt(limits.get("effort"), _strs)),
         _dict(compaction) if compaction is not None else None,
         self_protection=_bool(root.get("self_protection")),
+        sandbox=cast(Any, _choice(root.get("sandbox"), ("required", "off"))),
+        sandbox_fingerprint=_str(root.get("sandbox_fingerprint")),
     )
 
 

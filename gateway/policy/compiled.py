@@ -22,6 +22,7 @@ RuleDecision = Literal["deny", "ask", "allow"]
 BUILTIN_LAYER = "builtin"
 """The layer of self-protection rules (gateway/policy/builtin.py)."""
 Default = Literal["deny", "ask", "allow", "abstain"]
+SandboxMode = Literal["required", "off"]
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,11 @@ class Policy:
     """The merged `compaction:` section as plain data; see `compaction_settings()`."""
     self_protection: bool = True
     """False when the org file turned the built-in self-protection rules off (audited)."""
+    sandbox: SandboxMode = "off"
+    """`required` when any file asks for Claude Code's OS sandbox (policy/sandbox.py)."""
+    sandbox_fingerprint: str = ""
+    """Identifies the sandbox settings compiled from this policy: a session whose settings
+    carry it runs under a sandbox that holds this policy's file rules (policy/sandbox.py)."""
 
     @property
     def rule_count(self) -> int:

@@ -4,6 +4,12 @@ Each layer (file) is evaluated on its own: deny > ask > allow > the layer's defa
 monitor-mode rules recorded but not enforced. Layers then combine strictest-first (deny > ask >
 allow; a layer that abstains has no say), so a lower file can add restrictions but never lift
 an upper one. Pure apart from resolving symlinks of paths that exist.
+
+A session under the OS sandbox compiled from the policy (`sandboxed`, see policy/sandbox.py)
+gets the same decisions but one: a deny path rule that could apply only in a way the kernel
+sees (a path computed at run time, a glob that names no file yet, a file an unknown program may
+open, a hard-linked file whose other names could not all be searched) is left to the sandbox,
+which holds it, instead of being denied as uncertain. The decision says so (`enforced_by`).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from gateway.policy.domains import url_hosts
 from gateway.policy.paths import (
     PathPattern,
     PatternUnion,
+    Targets,
     fresh_decision,
     glob_in,
     path_targets,
@@ -39,7 +46,7 @@ from gateway.policy.paths import (
 from gateway.policy.rulestring import PATH_TOOLS
 from gateway.policy.shell.argv import normalize_name
 from gateway.policy.shell.scan import Scan, SimpleCommand, scan
-from gateway.types import Decision, DecisionKind, ToolCall
+from gateway.types import Decision, DecisionKind, EnforcedBy, ToolCall
 
 SEVERITY: dict[str, int] = {"deny": 3, "ask": 2, "allow": 1, "abstain": 0}
 PATH_FIELDS = ("file_path", "notebook_path", "path")
@@ -78,39 +85,69 @@ class Explanation:
     """What each layer decided, org first."""
     allow_withheld: str = ""
     """Why allow rules (and `default: allow`) could not cover this Bash command."""
+    held: tuple[Hit, ...] = ()
+    """Deny path rules that could apply only as the kernel sees, left to the OS sandbox."""
 
 
-def decide(policy: Policy, call: ToolCall) -> Decision:
-    return explain(policy, call).decision
+def decide(policy: Policy, call: ToolCall, *, sandboxed: bool = False,
+           sandbox_unavailable: str = "") -> Decision:
+    return explain(policy, call, sandboxed=sandboxed,
+                   sandbox_unavailable=sandbox_unavailable).decision
 
 
 LIMIT_RULE = "builtin:analysis-limit"
+SANDBOX_RULE = "builtin:sandbox-required"
 LOOKAHEAD_HITS = 8
 """Denied command names looked for in one unknown program's arguments before giving up."""
 
 
-def explain(policy: Policy, call: ToolCall) -> Explanation:
+def explain(policy: Policy, call: ToolCall, *, sandboxed: bool = False,
+            sandbox_unavailable: str = "") -> Explanation:
+    """`sandboxed`: the session runs under the OS sandbox compiled from this policy (the
+    caller has checked the fingerprint its settings carry; see hooks/decision.py).
+    `sandbox_unavailable`: why the sandbox cannot start for this session ('' when it can or
+    nobody tried): with `sandbox: required`, Bash is then denied."""
     fresh_decision()
+    if policy.sandbox == "required" and call.tool_name == "Bash":
+        refusal = ""
+        if sandbox_unavailable:
+            refusal = (f"the policy requires Claude Code's OS sandbox for Bash, which cannot "
+                       f"start here: {sandbox_unavailable}")
+        elif _unsandboxed(call):
+            refusal = ("the policy requires Claude Code's OS sandbox for every Bash command; "
+                       "run it without dangerouslyDisableSandbox")
+        if refusal:
+            decision = Decision("deny", SANDBOX_RULE, refusal, policy_hash=policy.bundle_hash,
+                                self_protection=policy.self_protection)
+            return Explanation(decision, (), None, ())
     bash = _bash_scan(call)
     if bash is not None and bash.refused:
         decision = Decision("deny", LIMIT_RULE, f"agent-gateway: {bash.refused}",
                             policy_hash=policy.bundle_hash)
         return Explanation(decision, (), bash, ())
     all_hits: list[Hit] = []
+    held: list[Hit] = []
     outcomes: list[LayerOutcome] = []
     withheld = _allow_withheld(bash) if bash is not None else ""
     resolved = _Resolved(policy, call, bash) if bash is not None and bash.accesses else None
     for layer in policy.layers:
-        hits, allowed = _layer_hits(layer, call, bash, resolved)
+        hits, allowed = _layer_hits(layer, call, bash, resolved, held if sandboxed else None)
         all_hits.extend(hits)
         outcomes.append(_layer_outcome(layer, hits, allowed and not withheld, bool(withheld)))
     return Explanation(
-        _combine(policy, outcomes, all_hits),
+        _combine(policy, outcomes, all_hits, held),
         tuple(all_hits),
         bash,
         tuple(outcomes),
         withheld,
+        tuple(held),
     )
+
+
+def _unsandboxed(call: ToolCall) -> bool:
+    """A Bash call that asks Claude Code to run it outside the sandbox."""
+    flag = call.tool_input.get("dangerouslyDisableSandbox")
+    return flag is not None and flag is not False
 
 
 def _allow_withheld(bash: Scan) -> str:
@@ -148,20 +185,24 @@ def _hit(layer: Layer, rule: Rule, matched: str, decision: DecisionKind | None =
                rule.reason if reason is None else reason, matched, rule.text)
 
 
-def _layer_hits(layer: Layer, call: ToolCall, bash: Scan | None, resolved: _Resolved | None
-                ) -> tuple[list[Hit], bool]:
-    """Matching rules of one layer, and whether allow rules cover the whole call."""
+def _layer_hits(layer: Layer, call: ToolCall, bash: Scan | None, resolved: _Resolved | None,
+                held: list[Hit] | None) -> tuple[list[Hit], bool]:
+    """Matching rules of one layer, and whether allow rules cover the whole call. `held`
+    (a sandboxed session) collects what is left to the sandbox instead of denied."""
     hits: list[Hit] = []
     tool_allowed = False
     for rule in _rules_for(layer, call.tool_name):
         matched = _match_call(rule, call, bash)
-        if matched is not None:
+        if matched is _CANNOT_TELL:
+            hits.append(_uncertain(layer, rule, _summary(call), "it has other names (hard "
+                                   "links) the gateway could not finish searching"))
+        elif matched is not None:
             hits.append(_hit(layer, rule, matched))
             tool_allowed = tool_allowed or (rule.decision == "allow" and not rule.monitor)
     if bash is None:
         return hits, tool_allowed
     if resolved is not None:
-        _file_hits(layer, call, bash, hits, resolved)
+        _file_hits(layer, call, bash, hits, resolved, held)
     return hits, _bash_hits(layer, bash, hits) or tool_allowed
 
 
@@ -172,21 +213,30 @@ class _Resolved:
     def __init__(self, policy: Policy, call: ToolCall, bash: Scan) -> None:
         self.call, self.bash = call, bash
         self.roots = _search_roots(policy, call.cwd)
-        self.cache: dict[str, tuple[str, ...] | None] = {}
+        self.cache: dict[str, Targets | None] = {}
 
-    def targets(self, raw: str) -> tuple[str, ...] | None:
+    def targets(self, raw: str) -> Targets | None:
         if raw not in self.cache:
             self.cache[raw] = _access_targets(raw, self.bash, self.call.cwd, self.roots)
         return self.cache[raw]
 
 
 def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
-               resolved: _Resolved) -> None:
+               resolved: _Resolved, held: list[Hit] | None) -> None:
     """Read and Edit rules hold through Bash: every file a command reads or writes is
-    checked like the file tools' paths (deny and ask rules; allow rules do not apply)."""
+    checked like the file tools' paths (deny and ask rules; allow rules do not apply).
+    What only the kernel can tell is uncertain, or, in a sandboxed session, `held`."""
     families = _path_families(layer)
     if not families:
         return
+
+    def unsure(rule: Rule, matched: str, why: str) -> None:
+        if held is not None and rule.decision == "deny":
+            held.append(_hit(layer, rule, matched, "deny", f"{rule.reason or rule.text} "
+                             f"(left to the OS sandbox: {why})"))
+        else:
+            hits.append(_uncertain(layer, rule, matched, why))
+
     seen: set[tuple[str, str, bool]] = set()
     for access in bash.accesses:
         family = families.get(access.mode)
@@ -199,22 +249,29 @@ def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
         if path.dynamic:
             rule = _could_match(rules, path.text, call.cwd)
             if rule is not None:
-                hits.append(_uncertain(layer, rule, access.command,
-                                       f"it {access.mode}s a path computed at run time"))
+                unsure(rule, access.command, f"it {access.mode}s a path computed at run time")
             continue
         targets = resolved.targets(path.text)
-        if union is not None and targets is not None and not union.matches(targets, call.cwd):
+        names = targets.names if targets is not None else ()
+        if (union is not None and targets is not None and targets.complete
+                and not union.matches(names, call.cwd)):
             continue  # no rule of the family matches: most paths
         for rule in rules:
             matcher = rule.matcher
             assert isinstance(matcher, PathRule)
-            if targets is None or matcher.pattern.matches(targets, call.cwd, anywhere=True):
-                why = ("a glob that names no file yet" if targets is None else
-                       "an unknown program may open it") if targets is None or (
-                    access.possible) else ""
-                hits.append(_uncertain(layer, rule, access.command, why) if why
-                            else _hit(layer, rule, access.command))
-                break
+            if targets is None:
+                unsure(rule, access.command, "a glob that names no file yet")
+            elif matcher.pattern.matches(names, call.cwd, anywhere=True):
+                if access.possible:
+                    unsure(rule, access.command, "an unknown program may open it")
+                else:
+                    hits.append(_hit(layer, rule, access.command))
+            elif not targets.complete:
+                unsure(rule, access.command, "it has other names (hard links) the gateway "
+                       "could not finish searching")
+            else:
+                continue
+            break
 
 
 def _could_match(rules: list[Rule], text: str, cwd: str) -> Rule | None:
@@ -309,11 +366,12 @@ def _search_roots(policy: Policy, cwd: str) -> tuple[str, ...]:
 
 
 def _access_targets(raw: str, bash: Scan, cwd: str, roots: tuple[str, ...]
-                    ) -> tuple[str, ...] | None:
+                    ) -> Targets | None:
     """Absolute forms of a path as the command could resolve it (symlinks, hard links,
     every directory it may `cd` to, glob matches); None for a glob matching nothing."""
     bases = bash.cwds or (cwd or "/",)
     found: list[str] = []
+    complete = True
     for base in bases:
         names = [raw]
         if any(c in raw for c in "*?["):
@@ -321,10 +379,12 @@ def _access_targets(raw: str, bash: Scan, cwd: str, roots: tuple[str, ...]
             if not names:
                 return None
         for name in names:
-            found.extend(path_targets(name, base, roots))
+            targets = path_targets(name, base, roots)
+            found.extend(targets.names)
+            complete = complete and targets.complete
     if bash.cwd_unknown and not raw.startswith(("/", "~")):
         found.append(raw)  # a floating rule (**/.env) still sees the name
-    return tuple(dict.fromkeys(found))
+    return Targets(tuple(dict.fromkeys(found)), complete)
 
 
 def _bash_hits(layer: Layer, bash: Scan, hits: list[Hit]) -> bool:
@@ -437,8 +497,12 @@ def _pipeline(matcher: BashPipeline, bash: Scan) -> str:
     return ""
 
 
+_CANNOT_TELL = "\0cannot tell"
+"""`_match_call`'s answer when a file's other names could not all be searched."""
+
+
 def _match_call(rule: Rule, call: ToolCall, bash: Scan | None) -> str | None:
-    """What the rule matched in the call ('' for the whole call), or None."""
+    """What the rule matched in the call ('' for the whole call), None, or _CANNOT_TELL."""
     matcher = rule.matcher
     if isinstance(matcher, AnyInput):
         return _summary(call)
@@ -449,7 +513,9 @@ def _match_call(rule: Rule, call: ToolCall, bash: Scan | None) -> str | None:
         anywhere = rule.decision != "allow"
         roots = (call.cwd or "/", matcher.pattern.search_root(call.cwd)) if anywhere else ()
         targets = path_targets(raw, call.cwd, roots)
-        return targets[0] if matcher.pattern.matches(targets, call.cwd, anywhere=anywhere) else None
+        if matcher.pattern.matches(targets.names, call.cwd, anywhere=anywhere):
+            return targets.names[0]
+        return None if targets.complete else _CANNOT_TELL
     if isinstance(matcher, DomainRule):
         url = call.tool_input.get("url")
         hosts = url_hosts(url) if isinstance(url, str) else (None,)
@@ -504,7 +570,8 @@ def _layer_outcome(layer: Layer, hits: list[Hit], allowed: bool, withheld: bool 
                         f"no rule of {layer.name} matched; its default is {layer.default}")
 
 
-def _combine(policy: Policy, outcomes: list[LayerOutcome], hits: list[Hit]) -> Decision:
+def _combine(policy: Policy, outcomes: list[LayerOutcome], hits: list[Hit],
+             held: list[Hit]) -> Decision:
     monitor_deny = next((h for h in hits if h.monitor and h.decision == "deny"), None)
     best = max(outcomes, key=lambda o: SEVERITY[o.decision], default=None)
     kind: DecisionKind = best.decision if best is not None else "abstain"
@@ -517,5 +584,11 @@ def _combine(policy: Policy, outcomes: list[LayerOutcome], hits: list[Hit]) -> D
         rule_id, reason, matched = best.rule_id, best.reason, best.matched
     else:
         rule_id = reason = matched = ""
+    enforced_by: EnforcedBy = "hook"
+    enforced = [h for h in held if not h.monitor]
+    if enforced and kind not in ("deny", "ask"):
+        enforced_by = "sandbox"
+        if not rule_id:
+            rule_id, reason, matched = enforced[0].rule_id, enforced[0].reason, enforced[0].matched
     return Decision(kind, rule_id, reason, monitor_deny is not None, matched, policy.bundle_hash,
-                    policy.self_protection)
+                    policy.self_protection, enforced_by)

@@ -8,7 +8,7 @@ to loosen an upper setting is a `PolicyError` at the offending line, never silen
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from gateway.archive.config import CompactionSettings
 from gateway.policy.compiled import Limits
@@ -24,7 +24,14 @@ def check_conflicts(files: Sequence[tuple[Source, PolicyFile]]) -> None:
     """Raise PolicyError where a lower file loosens what an upper file set."""
     default_rank, default_from = -1, ""
     unparseable_deny_from = ""
+    sandbox_from = ""
     for index, (source, spec) in enumerate(files):
+        if "sandbox" in spec.model_fields_set:
+            if spec.sandbox == "off" and sandbox_from:
+                raise source.error(f"sandbox 'off' loosens 'required' set in {sandbox_from}; "
+                                   "a lower file may only tighten", ("sandbox",))
+            if spec.sandbox == "required":
+                sandbox_from = sandbox_from or source.path
         if index and "self_protection" in spec.model_fields_set:
             raise source.error("self_protection may only be set in the org (first) policy "
                                "file", ("self_protection",))
@@ -41,6 +48,11 @@ def check_conflicts(files: Sequence[tuple[Source, PolicyFile]]) -> None:
                                    f"{unparseable_deny_from}", ("unparseable",))
             if spec.unparseable == "deny":
                 unparseable_deny_from = source.path
+
+
+def merge_sandbox(files: Sequence[tuple[Source, PolicyFile]]) -> Literal["required", "off"]:
+    """`required` when any file requires the OS sandbox."""
+    return "required" if any(spec.sandbox == "required" for _, spec in files) else "off"
 
 
 def merge_limits(files: Sequence[tuple[Source, PolicyFile]]) -> Limits:

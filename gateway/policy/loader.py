@@ -11,9 +11,15 @@ from gateway.policy.build import build_layer
 from gateway.policy.builtin import Protected, builtin_layer
 from gateway.policy.cache import bundle_hash, read_files
 from gateway.policy.compiled import Policy
-from gateway.policy.layering import check_conflicts, merge_compaction, merge_limits
+from gateway.policy.layering import (
+    check_conflicts,
+    merge_compaction,
+    merge_limits,
+    merge_sandbox,
+)
 from gateway.policy.model import PolicyFile
 from gateway.policy.protected import protected_paths
+from gateway.policy.sandbox import sandbox_fingerprint
 from gateway.policy.yamlsrc import Source, load_source
 
 
@@ -39,12 +45,16 @@ def compile_bundle(bundle: Sequence[tuple[str, bytes]], protected: Protected | N
         if protected is None:
             protected = protected_paths([path for path, _ in bundle])
         layers = (builtin_layer(protected), *layers)
+    sandbox = merge_sandbox(files)
+    fingerprint = sandbox_fingerprint(layers) if sandbox == "required" else ""
     return Policy(
         layers,
         bundle_hash(bundle),
         merge_limits(files),
         merge_compaction(files),
         self_protection=guarded,
+        sandbox=sandbox,
+        sandbox_fingerprint=fingerprint,
     )
 
 

@@ -95,3 +95,19 @@ class PolicyFile(_Strict):
     compaction: CompactionSettings | None = None
     self_protection: bool = True
     """The built-in rules that protect the gateway (org file only; false is audited)."""
+    sandbox: Literal["required", "off"] = "off"
+    """`required`: file rules and self-protection are also compiled into Claude Code's OS
+    sandbox, and the hook leaves to it what only the kernel sees (docs/sandbox.md). The
+    default is `off` because `required` is a platform requirement (bubblewrap and socat on
+    Linux) that Claude Code enforces by refusing to start without them: a file that does not
+    ask for it keeps the meaning it had. Any file may require it; none may undo it."""
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: object) -> object:
+        # YAML 1.1 reads a bare `off` (and `no`, `false`) as false
+        if value is False:
+            return "off"
+        if value is True:
+            raise ValueError("say 'required' or 'off'")
+        return value

@@ -13,7 +13,7 @@ import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Anchor = Literal["abs", "home", "root", "cwd"]
 
@@ -147,7 +147,16 @@ def compile_path_pattern(content: str) -> PathPattern:
     return PathPattern(anchor, re.compile(regex), floating, content, prefix)
 
 
-def path_targets(raw: str, cwd: str, link_roots: tuple[str, ...] = ()) -> tuple[str, ...]:
+class Targets(NamedTuple):
+    """The names a path goes by: as written, with symlinks resolved, and other hard links."""
+
+    names: tuple[str, ...]
+    complete: bool = True
+    """False when the file has other names the bounded search could not finish looking for:
+    whether one of them is protected cannot be told."""
+
+
+def path_targets(raw: str, cwd: str, link_roots: tuple[str, ...] = ()) -> Targets:
     """The path as written (normalized), with symlinks resolved, and, for a file with more
     than one hard link, its other names under `link_roots` (the same inode is the same
     secret whatever it is called)."""
@@ -157,24 +166,25 @@ def path_targets(raw: str, cwd: str, link_roots: tuple[str, ...] = ()) -> tuple[
     lexical = "/" + os.path.normpath(expanded).lstrip("/")
     real = os.path.realpath(lexical)
     found: tuple[str, ...] = (lexical,) if real == lexical else (lexical, real)
-    if link_roots:
-        found += hard_link_names(real, link_roots)
-    return found
+    if not link_roots:
+        return Targets(found)
+    others = hard_link_names(real, link_roots)
+    return Targets(found + others.names, others.complete)
 
 
 MAX_LINK_SEARCH = 20_000
 """Directory entries looked at when searching for another name of a hard-linked file."""
 
 
-def hard_link_names(path: str, roots: tuple[str, ...]) -> tuple[str, ...]:
-    """Other names of `path` (same device and inode) under `roots`, bounded."""
+def hard_link_names(path: str, roots: tuple[str, ...]) -> Targets:
+    """Other names of `path` (same device and inode) under `roots`, bounded: `complete` is
+    False when the budget ran out before every root was searched."""
     try:
         info = os.stat(path)
     except OSError:
-        return ()
+        return Targets(())
     if info.st_nlink < 2 or not stat.S_ISREG(info.st_mode):
-        return ()
-    target = (info.st_dev, info.st_ino)
+        return Targets(())
     found: list[str] = []
     budget = MAX_LINK_SEARCH
     # A stack holding the roots in reverse: the first root (the session's directory, where a
@@ -192,13 +202,14 @@ def hard_link_names(path: str, roots: tuple[str, ...]) -> tuple[str, ...]:
                 if entry.is_dir(follow_symlinks=False):
                     if entry.name != ".git":
                         pending.append(entry.path)
-                elif entry.is_file(follow_symlinks=False):
+                # The directory entry carries the inode: only a candidate costs a stat.
+                elif entry.inode() == info.st_ino and entry.is_file(follow_symlinks=False):
                     seen = entry.stat(follow_symlinks=False)
-                    if (seen.st_dev, seen.st_ino) == target and entry.path != path:
+                    if seen.st_dev == info.st_dev and entry.path != path:
                         found.append(entry.path)
             except OSError:
                 continue
-    return tuple(found)
+    return Targets(tuple(found), complete=not pending)
 
 
 def glob_in(pattern: str, cwd: str, limit: int = 256) -> list[str]:

@@ -27,6 +27,7 @@ def test_record_fields_and_intact_chain(tmp_path: Path) -> None:
     records = [json.loads(line) for line in _lines(path)]
     assert set(records[0]) == {"time", "session_id", "prompt_id", "tool_use_id", "agent_id",
                                "tool", "decision", "would_deny", "rule_id", "reason", "policy",
+                               "enforced_by",
                                "input", "input_sha256", "input_bytes", "chain", "seq",
                                "prev_hash", "hash"}
     assert [r["seq"] for r in records] == [1, 2, 3]

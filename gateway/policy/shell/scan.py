@@ -612,6 +612,11 @@ class _Walker:
         if name_node is not None and name_node.type == "subscript":
             self.hazards.name_arguments("assignment", [(_text(name_node), False)])
             name = _text(name_node).split("[", 1)[0]
+        if any(child.type == "+=" for child in node.children):
+            # x+=v appends: the value is the old one and v, known only if both are
+            prior = self.literals.get(name)
+            value = Word((prior or "") + value.text,
+                         dynamic=value.dynamic or prior is None or name in self.dynamic_names)
         self.hazards.assign(name, value.text, value.dynamic)
         if value.dynamic:
             self.literals.pop(name, None)
