@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     import argparse
@@ -37,6 +37,14 @@ def add_parser(sub: Subcommands) -> None:
         help="ask the gateway at URL instead (exit 2, blocking, if it cannot answer)",
     )
     hook.add_argument(
+        "--sandbox",
+        default="",
+        metavar="FINGERPRINT",
+        help="the session runs under the OS sandbox compiled from the policy (written by "
+        "`agent-gateway settings`): file rules it holds are left to it where the hook cannot "
+        "tell; ignored unless it matches the policy in force",
+    )
+    hook.add_argument(
         "--timeout",
         type=float,
         default=10.0,
@@ -48,18 +56,31 @@ def add_parser(sub: Subcommands) -> None:
 def run(args: argparse.Namespace) -> int:
     from gateway.hooks.command import run_hook
 
-    return run_hook(args.event, args.policy, args.remote, args.timeout)
+    return run_hook(args.event, args.policy, args.remote, args.timeout, args.sandbox)
 
 
-def plain_invocation(argv: Sequence[str]) -> tuple[str, list[str]] | None:
-    """(event, policy paths) of `EVENT [--policy PATH]...`, the form settings files use, read
-    without argparse (building a parser is a few ms of every tool call); None for anything
-    else, which the parser reads (and rejects, or explains with --help)."""
+class PlainHook(NamedTuple):
+    event: str
+    policies: list[str]
+    sandbox: str = ""
+
+
+def plain_invocation(argv: Sequence[str]) -> PlainHook | None:
+    """(event, policy paths, sandbox fingerprint) of `EVENT [--policy PATH]... [--sandbox
+    FINGERPRINT]`, the form settings files use, read without argparse (building a parser is a
+    few ms of every tool call); None for anything else, which the parser reads (and rejects,
+    or explains with --help)."""
     if not argv or argv[0] not in HOOK_EVENTS or len(argv) % 2 == 0:
         return None
     policies = []
+    sandbox = ""
     for flag, value in zip(argv[1::2], argv[2::2], strict=True):
-        if flag != "--policy" or not value or value.startswith("-"):
+        if not value or value.startswith("-"):
             return None
-        policies.append(value)
-    return argv[0], policies
+        if flag == "--policy":
+            policies.append(value)
+        elif flag == "--sandbox" and not sandbox:
+            sandbox = value
+        else:
+            return None
+    return PlainHook(argv[0], policies, sandbox)

@@ -101,8 +101,7 @@ def _plain_hook(argv: Sequence[str]) -> tuple[str, int] | None:
         from gateway.hooks.command import run_hook
     finally:
         gc.enable()
-    event, policies = plain
-    return event, run_hook(event, policies)
+    return plain.event, run_hook(plain.event, plain.policies, sandbox=plain.sandbox)
 
 
 def _end_hook(status: int) -> NoReturn:

@@ -20,20 +20,34 @@ def run(args: argparse.Namespace) -> int:
     )
 
     denies: list[str] = []
+    policy = None
     if args.policy:
         from gateway.policy import load_policy
 
         try:
-            denies = static_denies(load_policy(args.policy))
+            policy = load_policy(args.policy)
         except GatewayError as exc:
             print(f"agent-gateway settings: error: {exc}", file=sys.stderr)
             return exc.exit_code
+        denies = static_denies(policy)
     if args.command_hook:
         settings = command_hook_settings(args.url, static_denies=denies)
     elif args.managed:
         settings = managed_settings(args.url, static_denies=denies)
     else:
         settings = gateway_settings(args.url, static_denies=denies, with_token=not args.no_token)
+    if policy is not None and policy.sandbox == "required":
+        import os
+
+        from gateway.policy.sandbox import compile_sandbox
+        from gateway.server.claude_settings import with_sandbox
+
+        config = compile_sandbox(policy.layers, os.path.expanduser("~"))
+        settings = with_sandbox(settings, config, policy.sandbox_fingerprint)
+        print("agent-gateway settings: the policy requires Claude Code's OS sandbox (sandbox: "
+              "required): sessions need bubblewrap and socat on Linux (apt-get install "
+              "bubblewrap socat); Claude Code refuses to start without them",
+              file=sys.stderr)
     print(json.dumps(settings, indent=2))
     if "apiKeyHelper" in settings:
         print(

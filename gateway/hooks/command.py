@@ -29,9 +29,14 @@ _EVENT_NAMES = {"pre-tool-use": "PreToolUse", "pre-compact": "PreCompact"}
 
 
 def run_hook(
-    event: str, policy_paths: Sequence[str], remote: str | None = None, timeout_s: float = 10.0
+    event: str,
+    policy_paths: Sequence[str],
+    remote: str | None = None,
+    timeout_s: float = 10.0,
+    sandbox: str = "",
 ) -> int:
-    """`policy_paths` empty: AGENT_GATEWAY_POLICY's, as `gateway.query` and `run` read it."""
+    """`policy_paths` empty: AGENT_GATEWAY_POLICY's, as `gateway.query` and `run` read it.
+    `sandbox`: the fingerprint of the OS sandbox the session's settings turned on."""
     if not policy_paths:
         from gateway.env import policy_paths_from_env
 
@@ -46,9 +51,11 @@ def run_hook(
             sys.stdout,
             sys.stderr,
             timeout_s=timeout_s,
+            sandbox=sandbox,
         )
     if event == "pre-tool-use":
-        return run_pre_tool_use(policy_paths, sys.stdin.buffer, sys.stdout, sys.stderr)
+        return run_pre_tool_use(policy_paths, sys.stdin.buffer, sys.stdout, sys.stderr,
+                                sandbox=sandbox)
     from gateway.hooks.compact import run_pre_compact_hook
 
     def load_settings() -> tuple[CompactionSettings, str]:
@@ -65,17 +72,19 @@ def run_hook(
 
 
 def run_pre_tool_use(
-    policy_paths: Sequence[str], stdin: IO[bytes] | IO[str], stdout: IO[str], stderr: IO[str]
+    policy_paths: Sequence[str], stdin: IO[bytes] | IO[str], stdout: IO[str], stderr: IO[str],
+    sandbox: str = "",
 ) -> int:
     """Exit 0 with the decision on stdout, or exit 2 with one line on stderr."""
     try:
-        return _run(policy_paths, stdin, stdout, stderr)
+        return _run(policy_paths, stdin, stdout, stderr, sandbox)
     except Exception as exc:  # the contract: any failure blocks, with a one-line reason
         return _block(stderr, f"agent-gateway: {one_line(exc, typed=True)}")
 
 
 def _run(
-    policy_paths: Sequence[str], stdin: IO[bytes] | IO[str], stdout: IO[str], stderr: IO[str]
+    policy_paths: Sequence[str], stdin: IO[bytes] | IO[str], stdout: IO[str], stderr: IO[str],
+    sandbox: str,
 ) -> int:
     from gateway.env import hook_log_export_requested
     from gateway.hooks.decision import answer_pre_tool_use
@@ -83,7 +92,8 @@ def _run(
     raw = stdin.read()
     # A bad OTEL_* setting blocks before anything is recorded, like any other bad setting.
     trail = hook_export() if hook_log_export_requested() else None
-    answer = answer_pre_tool_use(raw, lambda: cached_policy(policy_paths), trail=trail)
+    answer = answer_pre_tool_use(raw, lambda: cached_policy(policy_paths), trail=trail,
+                                 sandbox=sandbox)
     if trail is not None:
         try:
             trail.shutdown()  # bounded: the record is sent before the process exits

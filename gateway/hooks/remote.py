@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import IO
 
@@ -23,10 +24,12 @@ def relay(
     stderr: IO[str],
     *,
     timeout_s: float = 10.0,
+    sandbox: str = "",
 ) -> int:
     body = stdin.read()
+    query = f"?{urllib.parse.urlencode({'sandbox': sandbox})}" if sandbox else ""
     request = urllib.request.Request(
-        f"{base_url.rstrip('/')}/hooks/{event}",
+        f"{base_url.rstrip('/')}/hooks/{event}{query}",
         data=body,
         method="POST",
         headers={"Content-Type": "application/json"},

@@ -274,21 +274,49 @@ def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
             break
 
 
+_EXPANSION = re.compile(r"\$\{[^}]*\}|\$\(.*\)|`[^`]*`|\$[A-Za-z_0-9@*#?$!-]+")
+
+
 def _could_match(rules: list[Rule], text: str, cwd: str) -> Rule | None:
     """The first rule a run-time path could match. With nothing static after its last
-    expansion (`"$f"`), any; with a static tail (`"$d/id_rsa"`), the rules that match that
-    tail placed in their own directory."""
-    tail = re.split(r"\$\{[^}]*\}|\$\(.*\)|`[^`]*`|\$[A-Za-z_0-9@*#?$!-]+", text)[-1]
-    if "/" not in tail and not tail:
+    expansion (`"$f"`), any; with a static tail, the rules that match that tail placed in
+    their own directory, the expansion supplying the start of the tail's first component
+    when the tail does not begin one (`$(echo .e)nv` may be `.env`)."""
+    tail = _EXPANSION.split(text)[-1]
+    if not tail:
         return rules[0]
-    tail = tail.lstrip("/")
+    partial, _, rest = tail.partition("/")
     for rule in rules:
         matcher = rule.matcher
         assert isinstance(matcher, PathRule)
-        root = matcher.pattern.search_root(cwd)
-        if not tail or matcher.pattern.matches((os.path.join(root, tail),), cwd, anywhere=True):
+        heads = _heads(matcher.pattern, partial, inner=bool(rest))
+        if heads is None:
             return rule
+        root = matcher.pattern.search_root(cwd)
+        for head in heads:
+            name = (head + tail).lstrip("/")
+            if matcher.pattern.matches((os.path.join(root, name),), cwd, anywhere=True):
+                return rule
     return None
+
+
+def _heads(pattern: PathPattern, partial: str, *, inner: bool) -> tuple[str, ...] | None:
+    """What a run-time value may end with to complete `partial` into a component of the
+    pattern's names (the last component, or any when `inner`); None when the pattern's
+    glob could take any such value."""
+    if not partial:
+        return ("",)
+    components = pattern.source.rstrip("/").split("/")
+    heads = [""]
+    for component in components if inner else components[-1:]:
+        if any(c in component for c in "*?["):
+            suffix = component.rsplit("*", 1)[-1]
+            if "*" not in component or any(c in suffix for c in "?[") or (
+                    partial.endswith(suffix) or suffix.endswith(partial)):
+                return None
+        elif component.endswith(partial):
+            heads.append(component[: len(component) - len(partial)])
+    return tuple(heads)
 
 
 _FAMILIES: dict[int, tuple[Layer, dict[str, tuple[list[Rule], PatternUnion | None]]]] = {}

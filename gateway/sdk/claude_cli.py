@@ -53,9 +53,11 @@ def claude_binary() -> str:
 
 
 def merged_settings(options: RunOptions, gateway: Mapping[str, Any]) -> dict[str, Any]:
-    """The caller's settings (a file or JSON) with the gateway's hooks before their own."""
+    """The caller's settings (a file or JSON) with the gateway's hooks before their own, its
+    denies beside theirs and its sandbox (if any) over theirs."""
     theirs = _load_settings(options.settings, options.cwd) if options.settings else {}
-    merged = {**theirs, **{k: v for k, v in gateway.items() if k != "hooks"}}
+    merged = {**theirs, **{k: v for k, v in gateway.items()
+                           if k not in ("hooks", "permissions", "sandbox")}}
     hooks = dict(theirs.get("hooks") or {})
     for event, matchers in gateway.get("hooks", {}).items():
         hooks[event] = [*matchers, *(hooks.get(event) or [])]
@@ -63,7 +65,42 @@ def merged_settings(options: RunOptions, gateway: Mapping[str, Any]) -> dict[str
     for key in ("allowedHttpHookUrls", "httpHookAllowedEnvVars"):
         if key in theirs and key in gateway:
             merged[key] = [*gateway[key], *theirs[key]]
+    if "permissions" in gateway:
+        permissions = dict(_object(theirs, "permissions"))
+        permissions["deny"] = [*gateway["permissions"].get("deny", []),
+                               *_list(permissions.get("deny"))]
+        merged["permissions"] = permissions
+    if "sandbox" in gateway:
+        merged["sandbox"] = _merged_sandbox(_object(theirs, "sandbox"), gateway["sandbox"])
     return merged
+
+
+def _merged_sandbox(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> dict[str, Any]:
+    """The policy's sandbox over the caller's: its switches win, deny lists add up, and
+    nothing of the caller's may run a command outside it (`excludedCommands`)."""
+    merged = {k: v for k, v in theirs.items() if k != "excludedCommands"}
+    merged.update({k: v for k, v in ours.items() if k not in ("filesystem", "network")})
+    for section in ("filesystem", "network"):
+        mine, yours = dict(ours.get(section) or {}), _object(theirs, section)
+        for key, value in yours.items():
+            if key not in mine:
+                mine[key] = value
+            elif key == "allowedDomains":
+                if mine[key] == ["*"]:
+                    mine[key] = _list(value)  # the caller's narrower list stands
+            elif isinstance(mine[key], list):
+                mine[key] = [*mine[key], *(v for v in _list(value) if v not in mine[key])]
+        merged[section] = mine
+    return merged
+
+
+def _object(settings: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = settings.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _load_settings(value: str, cwd: str | None) -> dict[str, Any]:

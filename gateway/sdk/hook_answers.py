@@ -68,11 +68,16 @@ class HookAnswers:
     tracer: HookTracer
     observers: Sequence[Observer] = ()
     counts: HookCounts = field(default_factory=HookCounts)
+    sandbox: str = ""
+    """The fingerprint of the OS sandbox the run's Claude Code was started with ('' none)."""
+    sandbox_unavailable: str = ""
+    """Why the sandbox the policy requires could not start for this run ('' it could)."""
 
     def pre_tool_use(self, data: HookData, tool_use_id: str | None = None) -> PreToolUseOutput:
         started = time.perf_counter()
         try:
-            answer = self.engine.pre_tool_use(dict(data))
+            answer = self.engine.pre_tool_use(dict(data), sandbox=self.sandbox,
+                                              sandbox_unavailable=self.sandbox_unavailable)
         except Exception as exc:  # the decision path does not raise; if it ever does: deny
             log.exception("PreToolUse not answered")
             return deny_output(f"agent-gateway could not decide: {one_line(exc, typed=True)}")

@@ -177,7 +177,10 @@ async def _hook(request: web.Request) -> web.Response:
         return web.json_response(reply.body, status=reply.status)
     service = request.app[SERVICE]
     try:
-        reply = await service.hook(event, body, raw, caller_of(request))
+        # The fingerprint of the OS sandbox is in the hook URL the generated settings hold
+        # (`?sandbox=`), which the agent cannot change.
+        sandbox = request.query.get("sandbox", "")[:64]
+        reply = await service.hook(event, body, raw, caller_of(request), sandbox=sandbox)
     except Exception as exc:  # fail closed: a deny (or block) and a 500, never a bare error
         log.exception("hook %s not answered", event)
         reply = cannot_answer(event, exc)

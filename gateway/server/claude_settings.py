@@ -18,12 +18,13 @@ other, the session's own Anthropic credential, upstream.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from gateway.env import TOKEN_ENV
 
 if TYPE_CHECKING:
     from gateway.policy import Policy
+    from gateway.policy.sandbox import SandboxConfig
 
 API_KEY_HELPER = f'printf %s "${TOKEN_ENV}"'
 """Run by Claude Code with /bin/sh; its output goes to the gateway's proxy as the token."""
@@ -62,6 +63,8 @@ class ClaudeSettings(TypedDict):
 
     hooks: dict[str, list[HookMatcher]]
     permissions: Permissions
+    sandbox: NotRequired[dict[str, Any]]
+    """Claude Code's OS sandbox, compiled from a `sandbox: required` policy."""
     allowedHttpHookUrls: NotRequired[list[str]]
     httpHookAllowedEnvVars: NotRequired[list[str]]
     env: NotRequired[dict[str, str]]
@@ -163,4 +166,23 @@ def managed_settings(url: str, *, static_denies: Sequence[str] = ()) -> ClaudeSe
     user cannot skip the gateway's decisions with --dangerously-skip-permissions."""
     settings = gateway_settings(url, static_denies=static_denies)
     settings["permissions"]["disableBypassPermissionsMode"] = "disable"
+    return settings
+
+
+def with_sandbox(settings: ClaudeSettings, config: SandboxConfig, fingerprint: str
+                 ) -> ClaudeSettings:
+    """`settings` with Claude Code's OS sandbox compiled from a `sandbox: required` policy:
+    the sandbox block, its file rules among the denies, and the PreToolUse hook told the
+    sandbox's fingerprint (in its URL or its arguments, which the agent cannot change), so
+    the gateway leaves to the sandbox what only the kernel sees."""
+    fragment = config.settings()
+    settings["sandbox"] = fragment["sandbox"]
+    denies = [*settings["permissions"]["deny"], *fragment["permissions"]["deny"]]
+    settings["permissions"]["deny"] = list(dict.fromkeys(denies))
+    for matcher in settings["hooks"].get("PreToolUse", []):
+        for handler in matcher["hooks"]:
+            if "url" in handler:
+                handler["url"] += f"?sandbox={fingerprint}"
+            if "command" in handler:
+                handler["command"] += f" --sandbox {fingerprint}"
     return settings

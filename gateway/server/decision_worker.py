@@ -44,6 +44,8 @@ class DecideRequest:
     """The hook input's JSON bytes."""
     tenant: str
     """The caller, recorded in the audit record."""
+    sandbox: str = ""
+    """The fingerprint of the OS sandbox the session's settings turned on ('' none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +131,8 @@ def _handle(engines: dict[tuple[str, ...], Engine], init: WorkerInit, request: D
             _FAILED[layers] = _LoadFailure(time.monotonic(), one_line(exc))
             return Unloadable(one_line(exc))
         _FAILED.pop(layers, None)
-    answer = engine.pre_tool_use(request.body, audit_extra={"tenant": request.tenant})
+    answer = engine.pre_tool_use(request.body, audit_extra={"tenant": request.tenant},
+                                 sandbox=request.sandbox)
     return Decided(answer.decision, answer.output, answer.record)
 
 

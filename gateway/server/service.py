@@ -211,7 +211,9 @@ class GatewayService:
         )
 
     # --- hooks ------------------------------------------------------------------------------
-    async def hook(self, event: str, body: JSONObject, raw: bytes, caller: Caller) -> HookReply:
+    async def hook(self, event: str, body: JSONObject, raw: bytes, caller: Caller,
+                   sandbox: str = "") -> HookReply:
+        """`sandbox`: the fingerprint of the OS sandbox the session's settings turned on."""
         named = body.get("hook_event_name")
         if named is not None and named != event:
             return bad_request(event, 400, f"hook_event_name {named!r} does not match {event}")
@@ -228,7 +230,7 @@ class GatewayService:
                 self._count_decision(Decision("deny", TENANT_RULE, refusal), body, caller)
             return _cannot_decide(event, 403, f"agent-gateway refused: {refusal}")
         if event == "PreToolUse":
-            return await self._pre_tool_use(body, raw, caller)
+            return await self._pre_tool_use(body, raw, caller, sandbox)
         if event in ("PostToolUse", "PostToolUseFailure"):
             # The decision enforced at PreToolUse, if this replica made it; never made again.
             decision = self._enforced.recall(
@@ -239,11 +241,12 @@ class GatewayService:
             return await self._pre_compact(body, caller)
         return await self._observed(event, body, caller)
 
-    async def _pre_tool_use(self, body: JSONObject, raw: bytes, caller: Caller) -> HookReply:
+    async def _pre_tool_use(self, body: JSONObject, raw: bytes, caller: Caller,
+                            sandbox: str) -> HookReply:
         pool = self._large if len(raw) > LARGE_INPUT else self._small
         layers = self._layers(caller)
         try:
-            reply = await pool.call(DecideRequest(layers, raw, caller.name))
+            reply = await pool.call(DecideRequest(layers, raw, caller.name, sandbox))
         except JobTimeout:
             budget = f"{self.decision_budget_s:g} s"
             return await self._deny(

@@ -781,7 +781,7 @@ def _json(raw: str | None) -> Any:
 def _decision_json(decision: Decision) -> str:
     return json.dumps(
         {"kind": decision.kind, "rule_id": decision.rule_id, "reason": decision.reason,
-         "would_deny": decision.would_deny}
+         "would_deny": decision.would_deny, "enforced_by": decision.enforced_by}
     )
 
 
@@ -794,6 +794,7 @@ def _decision_from(raw: str | None) -> Decision | None:
         rule_id=str(data.get("rule_id") or ""),
         reason=str(data.get("reason") or ""),
         would_deny=bool(data.get("would_deny")),
+        enforced_by="sandbox" if data.get("enforced_by") == "sandbox" else "hook",
     )
 
 

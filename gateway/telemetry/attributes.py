@@ -150,6 +150,8 @@ POLICY_DECISION: Final = "agent_gateway.policy.decision"
 POLICY_RULE_ID: Final = "agent_gateway.policy.rule_id"
 POLICY_REASON: Final = "agent_gateway.policy.reason"
 POLICY_WOULD_DENY: Final = "agent_gateway.policy.would_deny"
+POLICY_ENFORCED_BY: Final = "agent_gateway.policy.enforced_by"
+"""`hook` or `sandbox`: which layer enforces the decision (gateway.types.EnforcedBy)."""
 POLICY_FILES: Final = "agent_gateway.policy.files"
 """On the root: how many policy files were in force; 0 means the run had no policy at all."""
 

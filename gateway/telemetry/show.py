@@ -74,6 +74,8 @@ def span_label(span: SpanSpec) -> Text:
         parts.append(f"policy {a[A.POLICY_DECISION]}" + (f" [{rule}]" if rule else ""))
         if a.get(A.POLICY_WOULD_DENY):
             parts.append("would deny")
+        if a.get(A.POLICY_ENFORCED_BY) == "sandbox":
+            parts.append("left to the OS sandbox")
     elif A.TOOL_PERMISSION_DECISION in a:
         parts.append(f"{a[A.TOOL_PERMISSION_DECISION]} ({a.get(A.TOOL_PERMISSION_SOURCE, '?')})")
     if A.COMPACTION_TRIGGER in a or A.COMPACTION_RESULT in a:

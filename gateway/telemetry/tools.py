@@ -71,6 +71,7 @@ def tool_attributes(
     if tool.decision is not None:
         attrs[A.POLICY_DECISION] = tool.decision.kind
         attrs[A.POLICY_WOULD_DENY] = tool.decision.would_deny
+        attrs[A.POLICY_ENFORCED_BY] = tool.decision.enforced_by
         if tool.decision.rule_id:
             attrs[A.POLICY_RULE_ID] = tool.decision.rule_id
         if tool.decision.reason:

@@ -25,7 +25,7 @@ POLICY = "version: 1\npermissions:\n  deny: ['Bash(rm:*)']\n"
 ])
 def test_the_settings_form_is_read_directly(argv: list[str],
                                             expected: tuple[str, list[str]]) -> None:
-    assert plain_invocation(argv) == expected
+    assert plain_invocation(argv) == (*expected, "")
 
 
 @pytest.mark.parametrize("argv", [
@@ -69,3 +69,43 @@ def test_arguments_it_cannot_read_block(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1
     assert "--bogus" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["pre-tool-use", "--policy", "a.yaml", "--sandbox", "0f1a7284a4cbe0c6"],
+     ("pre-tool-use", ["a.yaml"], "0f1a7284a4cbe0c6")),
+    (["pre-tool-use", "--sandbox", "abc", "--policy", "a.yaml"],
+     ("pre-tool-use", ["a.yaml"], "abc")),
+])
+def test_the_sandbox_fingerprint_is_read_directly(argv: list[str],
+                                                  expected: tuple[str, list[str], str]) -> None:
+    assert plain_invocation(argv) == expected
+
+
+@pytest.mark.parametrize("argv", [
+    ["pre-tool-use", "--sandbox", "a", "--sandbox", "b"],
+    ["pre-tool-use", "--sandbox", "--policy"],
+])
+def test_odd_sandbox_arguments_go_to_the_parser(argv: list[str]) -> None:
+    assert plain_invocation(argv) is None
+
+
+def test_a_sandboxed_session_leaves_computed_paths_to_the_sandbox(tmp_path: Path) -> None:
+    """The hook argument settings files write tells the hook which sandbox the session runs
+    under; a fingerprint that is not the policy's changes nothing."""
+    from gateway.policy import load_policy
+
+    policy = tmp_path / "org.yaml"
+    policy.write_text("version: 1\nsandbox: required\npermissions:\n  deny: ['Read(**/.env)']\n")
+    fingerprint = load_policy([str(policy)]).sandbox_fingerprint
+    command = "cat $(echo .e)nv"
+    decided = {}
+    for claimed in ("", "0" * 16, fingerprint):
+        extra = ["--sandbox", claimed] if claimed else []
+        for form in ([*extra, "--policy", str(policy)], [*extra, f"--policy={policy}"]):
+            done = _cli(tmp_path, "pre-tool-use", *form, command=command)
+            assert done.returncode == 0, done.stderr
+            output = json.loads(done.stdout)
+            decision = output.get("hookSpecificOutput", {}).get("permissionDecision", "{}")
+            decided.setdefault(claimed, set()).add(decision)
+    assert decided == {"": {"deny"}, "0" * 16: {"deny"}, fingerprint: {"{}"}}

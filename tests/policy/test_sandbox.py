@@ -256,3 +256,24 @@ permissions:
     read = explain(policy, ToolCall("Read", {"file_path": "innocent.txt"}, cwd=str(project)),
                    sandboxed=True).decision
     assert read.kind == "deny"  # the file tools run outside the sandbox
+
+
+@pytest.mark.parametrize(("command", "kind"), [
+    ("cat $(echo .e)nv", "deny"),  # the expansion may end with `.e`: `.env`
+    ("cat ${x}v", "deny"),
+    ("cat $x.pem", "deny"),
+    ("cat $d/.env", "deny"),
+    ("cat $x.pe", "abstain"),  # no name ending `.pe` is `.env` or `*.pem`
+    ("tar cf $archive.tar src", "abstain"),
+    ("cat $x/notes.txt", "abstain"),
+])
+def test_a_computed_name_is_uncertain_only_where_it_could_complete_a_denied_one(
+    tmp_path: Path, project: Path, command: str, kind: str
+) -> None:
+    policy = load_policy([_write(tmp_path, "org.yaml", """\
+version: 1
+self_protection: false
+permissions:
+  deny: ["Read(**/.env)", "Read(**/*.pem)"]
+""")])
+    assert explain(policy, _bash(command, project)).decision.kind == kind

@@ -143,3 +143,44 @@ def test_serve_help_names_the_new_options(capsys: pytest.CaptureFixture[str]) ->
     out = capsys.readouterr().out
     for option in ("--runs-root", "--redis-url", "--decision-budget"):
         assert option in out
+
+
+def test_a_sandbox_policy_turns_the_sandbox_on_and_tells_the_hooks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policy = tmp_path / "org.yaml"
+    policy.write_text("version: 1\nsandbox: required\npermissions:\n"
+                      "  deny: ['Read(**/.env)', 'Edit(config/**)']\n")
+    fingerprint = load_policy([str(policy)]).sandbox_fingerprint
+    for extra in ([], ["--managed"], ["--command-hook"]):
+        with pytest.raises(SystemExit) as done:
+            main(["settings", "--url", "http://127.0.0.1:8787", "--policy", str(policy),
+                  *extra])
+        assert done.value.code == 0
+        captured = capsys.readouterr()
+        printed = json.loads(captured.out)
+        assert "bubblewrap" in captured.err
+        sandbox = printed["sandbox"]
+        assert sandbox["enabled"] and sandbox["failIfUnavailable"]
+        assert sandbox["allowUnsandboxedCommands"] is False
+        assert "Read(**/.env)" in printed["permissions"]["deny"]
+        assert "Edit(./config/**)" in printed["permissions"]["deny"]
+        assert "~/.claude/settings.json" in sandbox["filesystem"]["denyWrite"]
+        handler = printed["hooks"]["PreToolUse"][0]["hooks"][0]
+        where = handler.get("url") or handler.get("command")
+        assert where.endswith(f"?sandbox={fingerprint}" if "url" in handler
+                              else f" --sandbox {fingerprint}")
+        for event, matchers in printed["hooks"].items():
+            if event != "PreToolUse":
+                assert "sandbox" not in json.dumps(matchers)
+
+
+def test_without_the_key_no_sandbox_is_written(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "org.yaml"
+    policy.write_text("version: 1\npermissions:\n  deny: ['Read(**/.env)']\n")
+    with pytest.raises(SystemExit):
+        main(["settings", "--url", "http://127.0.0.1:8787", "--policy", str(policy)])
+    printed = json.loads(capsys.readouterr().out)
+    assert "sandbox" not in printed
+    assert printed["hooks"]["PreToolUse"][0]["hooks"][0]["url"].endswith("/hooks/PreToolUse")
