@@ -43,6 +43,9 @@ def add_parser(sub: Subcommands) -> None:
     explain.add_argument("--url", metavar="URL", help="with --tool WebFetch: the URL")
     explain.add_argument("--cwd", metavar="DIR",
                          help="the session's working directory (default: the current one)")
+    explain.add_argument("--hook-only", action="store_true",
+                         help="decide as a session without the OS sandbox (with `sandbox: "
+                         "required`, sessions wired by the gateway run under it)")
     test = psub.add_parser(
         "test", help="run the test cases kept beside policy files",
         description="Run each file's cases (org.yaml -> org.tests.yaml) against it and the "
@@ -66,12 +69,12 @@ def run(args: argparse.Namespace) -> int:
         if args.tool is None:
             if args.bash_command or args.path or args.url:
                 return _usage("--command, --path and --url go with --tool, not --input")
-            return policy_explain(args.policy, args.input)
+            return policy_explain(args.policy, args.input, hook_only=args.hook_only)
         if sum(x is not None for x in (args.bash_command, args.path, args.url)) > 1:
             return _usage("give one of --command, --path or --url")
         hook_input = hook_input_for(args.tool, command=args.bash_command, path=args.path,
                                     url=args.url, cwd=args.cwd or os.getcwd())
-        return policy_explain(args.policy, hook_input=hook_input)
+        return policy_explain(args.policy, hook_input=hook_input, hook_only=args.hook_only)
     return policy_test(args.paths)
 
 

@@ -60,9 +60,11 @@ def hook_input_for(tool: str, *, command: str | None = None, path: str | None = 
 
 def policy_explain(policy_paths: Sequence[str], input_path: str | None = None, *,
                    hook_input: dict[str, object] | None = None, out: TextIO | None = None,
-                   err: TextIO | None = None) -> int:
+                   err: TextIO | None = None, hook_only: bool = False) -> int:
     """Which rule decided, on which simple command, and why. The hook input comes from
-    `input_path` (a JSON file, '-' for stdin) or `hook_input` (built by `hook_input_for`)."""
+    `input_path` (a JSON file, '-' for stdin) or `hook_input` (built by `hook_input_for`).
+    With `sandbox: required` the call is decided as in a session under the OS sandbox
+    compiled from the policy, unless `hook_only`."""
     from gateway.hookio.parse import parse_pre_tool_use, tool_call_from_input
     from gateway.hookio.render import render_pre_tool_use
     from gateway.policy.evaluate import explain
@@ -83,7 +85,8 @@ def policy_explain(policy_paths: Sequence[str], input_path: str | None = None, *
     except GatewayError as exc:
         print(exc, file=err)
         return 1 if isinstance(exc, PolicyError) else 2
-    result = explain(policy, call)
+    sandboxed = policy.sandbox == "required" and not hook_only
+    result = explain(policy, call, sandboxed=sandboxed)
     decision = result.decision
     print(f"decision: {decision.kind}" + (" (monitor: would deny)" if decision.would_deny
                                            else ""), file=out)
@@ -92,6 +95,12 @@ def policy_explain(policy_paths: Sequence[str], input_path: str | None = None, *
         print(f"reason: {decision.reason}", file=out)
     if decision.matched:
         print(f"matched: {decision.matched}", file=out)
+    print(f"enforced by: {decision.enforced_by}" + (
+        " (Claude Code's OS sandbox, compiled from this policy)"
+        if decision.enforced_by == "sandbox" else ""), file=out)
+    if policy.sandbox == "required":
+        print("sandbox: required" + (", decided as a sandboxed session" if sandboxed else
+                                     ", decided hook-only (--hook-only)"), file=out)
     if result.scan is not None:
         print("simple commands:", file=out)
         for command in result.scan.commands:
@@ -108,6 +117,9 @@ def policy_explain(policy_paths: Sequence[str], input_path: str | None = None, *
     for hit in result.hits:
         mode = " [monitor]" if hit.monitor else ""
         print(f"  - {hit.decision}{mode} {hit.rule_id}: {hit.rule_text}"
+              + (f"  <- {hit.matched}" if hit.matched else ""), file=out)
+    for hit in result.held:
+        print(f"  - left to the sandbox {hit.rule_id}: {hit.rule_text}"
               + (f"  <- {hit.matched}" if hit.matched else ""), file=out)
     for outcome in result.layer_outcomes:
         rule = f" ({outcome.rule_id})" if outcome.rule_id else ""

@@ -66,6 +66,8 @@ class SandboxConfig:
                 "enabled": True,
                 "failIfUnavailable": True,
                 "allowUnsandboxedCommands": False,
+                # commands that make namespaces of their own could undo its mounts
+                "allowNestedUserNamespaces": False,
                 "filesystem": filesystem,
                 "network": network,
             },

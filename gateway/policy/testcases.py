@@ -31,6 +31,10 @@ class Case(BaseModel):
     expect: Literal["allow", "deny", "ask", "abstain"]
     rule: str | None = None
     would_deny: bool | None = None
+    sandboxed: bool | None = None
+    """Decide as a session under the OS sandbox compiled from the policy (default: when the
+    policy says `sandbox: required`, as the sessions the gateway wires are)."""
+    enforced_by: Literal["hook", "sandbox"] | None = None
 
     @model_validator(mode="after")
     def _one_input(self) -> Case:
@@ -93,7 +97,8 @@ def _check(policy: Any, case: Case) -> str:
         call = parse_pre_tool_use(json.dumps(case.hook()))
     except Exception as exc:
         return f"bad hook input: {exc}"
-    decision = decide(policy, call)
+    sandboxed = policy.sandbox == "required" if case.sandboxed is None else case.sandboxed
+    decision = decide(policy, call, sandboxed=sandboxed)
     problems = []
     if decision.kind != case.expect:
         problems.append(f"expected {case.expect}, got {decision.kind}"
@@ -102,6 +107,8 @@ def _check(policy: Any, case: Case) -> str:
         problems.append(f"expected rule {case.rule}, got {decision.rule_id or 'none'}")
     if case.would_deny is not None and decision.would_deny != case.would_deny:
         problems.append(f"expected would_deny {case.would_deny}, got {decision.would_deny}")
+    if case.enforced_by is not None and decision.enforced_by != case.enforced_by:
+        problems.append(f"expected enforced_by {case.enforced_by}, got {decision.enforced_by}")
     return "; ".join(problems)
 
 

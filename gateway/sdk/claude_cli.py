@@ -55,7 +55,17 @@ def claude_binary() -> str:
 def merged_settings(options: RunOptions, gateway: Mapping[str, Any]) -> dict[str, Any]:
     """The caller's settings (a file or JSON) with the gateway's hooks before their own, its
     denies beside theirs and its sandbox (if any) over theirs."""
-    theirs = _load_settings(options.settings, options.cwd) if options.settings else {}
+    return merge_settings(load_settings(options.settings, options.cwd), gateway)
+
+
+def load_settings(value: str | None, cwd: str | None) -> dict[str, Any]:
+    """Settings given as a file path (relative to `cwd`) or JSON; {} for None."""
+    return _load_settings(value, cwd) if value else {}
+
+
+def merge_settings(theirs: Mapping[str, Any], gateway: Mapping[str, Any]) -> dict[str, Any]:
+    """`theirs` with the gateway's hooks before their own, its denies beside theirs and its
+    sandbox (if any) over theirs."""
     merged = {**theirs, **{k: v for k, v in gateway.items()
                            if k not in ("hooks", "permissions", "sandbox")}}
     hooks = dict(theirs.get("hooks") or {})
@@ -76,21 +86,24 @@ def merged_settings(options: RunOptions, gateway: Mapping[str, Any]) -> dict[str
 
 
 def _merged_sandbox(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> dict[str, Any]:
-    """The policy's sandbox over the caller's: its switches win, deny lists add up, and
-    nothing of the caller's may run a command outside it (`excludedCommands`)."""
-    merged = {k: v for k, v in theirs.items() if k != "excludedCommands"}
+    """The policy's sandbox over the caller's. Of theirs only what narrows it is kept (more
+    denied paths and hosts, a shorter host list) and `enableWeakerNestedSandbox`, which some
+    containers need (docs/sandbox.md): nothing that runs commands outside it, lets them
+    create namespaces or sockets, or turns its filesystem rules off."""
+    merged: dict[str, Any] = {k: v for k, v in theirs.items()
+                              if k == "enableWeakerNestedSandbox"}
     merged.update({k: v for k, v in ours.items() if k not in ("filesystem", "network")})
-    for section in ("filesystem", "network"):
+    for section, narrowing in (("filesystem", ("denyRead", "denyWrite")),
+                               ("network", ("deniedDomains",))):
         mine, yours = dict(ours.get(section) or {}), _object(theirs, section)
-        for key, value in yours.items():
-            if key not in mine:
-                mine[key] = value
-            elif key == "allowedDomains":
-                if mine[key] == ["*"]:
-                    mine[key] = _list(value)  # the caller's narrower list stands
-            elif isinstance(mine[key], list):
-                mine[key] = [*mine[key], *(v for v in _list(value) if v not in mine[key])]
+        for key in narrowing:
+            extra = [v for v in _list(yours.get(key)) if v not in mine.get(key, [])]
+            if extra:
+                mine[key] = [*mine.get(key, []), *extra]
         merged[section] = mine
+    allowed = _object(theirs, "network").get("allowedDomains")
+    if isinstance(allowed, list) and merged["network"].get("allowedDomains") == ["*"]:
+        merged["network"]["allowedDomains"] = allowed  # the caller's narrower list stands
     return merged
 
 

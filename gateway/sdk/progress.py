@@ -110,6 +110,8 @@ class Progress:
         self._tools.setdefault(tool_use_id, tool_name)
         if decision is None:
             verdict = "no policy"
+        elif decision.enforced_by == "sandbox" and decision.kind in ("abstain", "allow"):
+            verdict = f"{decision.kind}; left to the OS sandbox [{decision.rule_id}]"
         elif decision.kind == "abstain":
             verdict = "abstain (no rule: Claude Code decides)"
         else:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -76,7 +75,6 @@ async def _execute(
 
     from gateway.sdk.claude_cli import claude_binary, merged_settings, run_claude
     from gateway.sdk.hook_endpoint import HookEndpoint
-    from gateway.sdk.os_sandbox import run_sandbox
     from gateway.sdk.wiring import prepare_gateway
 
     tracker = ResultTracker()
@@ -93,12 +91,6 @@ async def _execute(
     options, answers = prepare_gateway(
         request.prompt, request.options, request.policy_paths, attachments, err, account
     )
-    sandbox = run_sandbox(answers.engine.policy, {**os.environ, **options.env})
-    if sandbox.unavailable:
-        print(f"agent-gateway run: the policy requires Claude Code's OS sandbox (sandbox: "
-              f"required), which cannot start here: {sandbox.unavailable}; Bash calls are "
-              "denied until it can", file=err)
-    answers.sandbox, answers.sandbox_unavailable = sandbox.fingerprint, sandbox.unavailable
 
     def tap(message: StreamMessage) -> None:
         if is_conversation_message(message):
@@ -106,7 +98,7 @@ async def _execute(
 
     try:
         with HookEndpoint(answers, asyncio.get_running_loop()) as endpoint:
-            settings = merged_settings(options, {**endpoint.settings(), **sandbox.settings})
+            settings = merged_settings(options, endpoint.settings())
             status = await run_claude(request.prompt, options, settings, endpoint.env(), tap)
     finally:
         attachments.close()

@@ -78,7 +78,31 @@ def prepare_gateway(
         if account.metrics is None:
             metrics.observe_budgets(account.budget.rows)
     answers = HookAnswers(engine, tracer, attachments.observers, HookCounts(metrics, account.team))
+    options = with_os_sandbox(options, answers, err)
     return dataclasses.replace(options, env={**options.env, **tracer.child_env()}), answers
+
+
+def with_os_sandbox(options: AnyOptions, answers: HookAnswers, err: TextIO) -> AnyOptions:
+    """With `sandbox: required`, the run's settings turn Claude Code's OS sandbox on and the
+    answers know its fingerprint; where it cannot start, they deny Bash (one line says what
+    to install) and Claude Code starts without it."""
+    import json
+    import os
+
+    from gateway.sdk.claude_cli import load_settings, merge_settings
+    from gateway.sdk.os_sandbox import run_sandbox
+
+    sandbox = run_sandbox(answers.engine.policy, {**os.environ, **options.env})
+    answers.sandbox, answers.sandbox_unavailable = sandbox.fingerprint, sandbox.unavailable
+    if sandbox.unavailable:
+        err.write(f"agent-gateway: the policy requires Claude Code's OS sandbox (sandbox: "
+                  f"required), which cannot start here: {sandbox.unavailable}; Bash calls are "
+                  "denied until it can\n")
+    if not sandbox.settings:
+        return options
+    cwd = str(options.cwd) if options.cwd is not None else None
+    merged = merge_settings(load_settings(options.settings, cwd), sandbox.settings)
+    return dataclasses.replace(options, settings=json.dumps(merged))
 
 
 def apply_limits(options: AnyOptions, limits: Limits, err: TextIO) -> AnyOptions:

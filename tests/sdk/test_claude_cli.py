@@ -71,3 +71,36 @@ def test_unreadable_settings_are_one_line_errors(tmp_path: Path, value: str) -> 
     with pytest.raises(ConfigError, match=r"^--settings") as caught:
         merged_settings(RunOptions(settings=value, cwd=str(tmp_path)), GATEWAY)
     assert "\n" not in str(caught.value)
+
+
+def test_the_policys_sandbox_stands_over_the_callers() -> None:
+    """The caller may narrow the sandbox (more denies, fewer hosts), never loosen it."""
+    ours = {
+        "sandbox": {"enabled": True, "failIfUnavailable": True,
+                    "allowUnsandboxedCommands": False, "allowNestedUserNamespaces": False,
+                    "filesystem": {"denyRead": ["~/.agent-gateway/cache.key"],
+                                   "denyWrite": ["~/.agent-gateway"]},
+                    "network": {"allowedDomains": ["*"], "deniedDomains": ["pastebin.com"]}},
+        "permissions": {"deny": ["Read(**/.env)"]},
+    }
+    theirs = {
+        "sandbox": {"enabled": False, "excludedCommands": ["cat"],
+                    "allowUnsandboxedCommands": True, "allowNestedUserNamespaces": True,
+                    "enableWeakerNestedSandbox": True,
+                    "filesystem": {"disabled": True, "denyRead": ["~/.kube"],
+                                   "allowWrite": ["~/.agent-gateway"]},
+                    "network": {"allowedDomains": ["pypi.org"], "allowAllUnixSockets": True}},
+        "permissions": {"allow": ["Bash"], "deny": ["Bash(sudo:*)"]},
+    }
+    merged = merged_settings(RunOptions(settings=json.dumps(theirs)), ours)
+    sandbox = merged["sandbox"]
+    assert sandbox["enabled"] is True and sandbox["allowUnsandboxedCommands"] is False
+    assert sandbox["allowNestedUserNamespaces"] is False
+    assert "excludedCommands" not in sandbox
+    assert sandbox["enableWeakerNestedSandbox"] is True  # a container's need, documented
+    assert sandbox["filesystem"] == {"denyRead": ["~/.agent-gateway/cache.key", "~/.kube"],
+                                     "denyWrite": ["~/.agent-gateway"]}
+    assert sandbox["network"] == {"allowedDomains": ["pypi.org"],
+                                  "deniedDomains": ["pastebin.com"]}
+    assert merged["permissions"] == {"allow": ["Bash"],
+                                     "deny": ["Read(**/.env)", "Bash(sudo:*)"]}
