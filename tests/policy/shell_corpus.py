@@ -251,6 +251,11 @@ ATTACKS: list[Attack] = [
         Attack("set -o history; echo rm -rf victim; fc -s echo=", "builtin-eval",
                not_run="history is off in a non-interactive shell"),
         "x='a[$(rm -rf victim)]'; a=(1); echo ${a[$x]}",
+        "x='a[$(rm -rf victim)]'; y[$x]=1",
+        "x='a[$(rm -rf victim)]'; x+=$((1)); echo $((x))",
+        "y=$((1)); y='a[$(rm -rf victim)]'; echo $((y))",
+        Attack("for f in *; do a[$f]=1; done", "builtin-eval",
+               setup="touch 'b[$(rm -rf victim)]'"),
     ]),
     # -- bash parses differently from a naive reading ------------------------------------
     *_family("parse", [
@@ -381,6 +386,9 @@ ATTACKS: list[Attack] = [
 ]
 
 BENIGN: list[str] = [
+    "count=0; for f in *; do count=$((count+1)); done; echo $count",
+    "declare -A n; for w in a b a; do n[$w]=$(( ${n[$w]:-0} + 1 )); done; echo ${n[a]}",
+    "python3 -c \"\nimport sys\nfor a in sys.argv:\n    print(a)\n\" x",
     "echo rm -rf /", "echo 'rm -rf victim' > notes.txt", 'grep -r "rm -rf" .', "git rm --cached f",
     'git commit -m "curl is blocked"', "git commit -m 'rm -rf everything'",
     "cat <<EOF\nrm -rf /\nEOF", "cat <<'EOF'\n$(rm -rf x)\nEOF", "rmdir build", "rm notes.txt",

@@ -121,6 +121,15 @@ class EvalHazards:
             elif command == "let":
                 self.referenced.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
 
+    def subscript(self, target: str) -> None:
+        """`a[SUB]=v`: bash expands SUB and, for an indexed array, evaluates the result as
+        arithmetic: command text in SUB runs; a variable in it runs what its value holds."""
+        sub = target.split("[", 1)[1] if "[" in target else ""
+        if "$(" in sub or "`" in sub or "${!" in sub or "@P}" in sub:
+            self.flag(f"an assignment evaluates the subscript in {target[:60]}")
+            return
+        self.referenced.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sub))
+
     def test_operands(self, node: Node) -> None:
         """[[ A -eq B ]]: the operands of arithmetic comparisons are evaluated."""
         stack = [node]

@@ -610,14 +610,19 @@ class _Walker:
             value = Word(_text(value_node), dynamic=any(
                 word_value(c).dynamic for c in value_node.named_children))
         if name_node is not None and name_node.type == "subscript":
-            self.hazards.name_arguments("assignment", [(_text(name_node), False)])
+            self.hazards.subscript(_text(name_node))
             name = _text(name_node).split("[", 1)[0]
+        # $((...)) always yields a number: evaluating it again runs nothing
+        numeric = value_node is not None and value_node.type == "arithmetic_expansion"
         if any(child.type == "+=" for child in node.children):
             # x+=v appends: the value is the old one and v, known only if both are
             prior = self.literals.get(name)
             value = Word((prior or "") + value.text,
                          dynamic=value.dynamic or prior is None or name in self.dynamic_names)
-        self.hazards.assign(name, value.text, value.dynamic)
+        if numeric:
+            self.hazards.assign(name, "0", False)
+        else:
+            self.hazards.assign(name, value.text, value.dynamic)
         if value.dynamic:
             self.literals.pop(name, None)
             self.dynamic_names.add(name)

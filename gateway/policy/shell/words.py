@@ -117,13 +117,29 @@ def word_value(node: Node) -> Word:
 
 def _string(node: Node) -> Word:
     pieces: list[str] = []
+    literal: list[str] = []
     dynamic = False
     lead = False
-    for index, child in enumerate(node.named_children):
+    raw = node.text or b""
+
+    def flush() -> None:
+        text = "".join(literal)
+        pieces.append(_DQ_ESCAPE.sub(r"\1", text.replace("\\\n", "")))
+        literal.clear()
+
+    # tree-sitter-bash leaves the newlines of a multi-line string between its children
+    at = node.start_byte + 1
+    for child in node.named_children:
+        literal.append(raw[at - node.start_byte:child.start_byte - node.start_byte]
+                       .decode("utf-8", "replace"))
         if child.type == "string_content":
-            pieces.append(_DQ_ESCAPE.sub(r"\1", _text(child).replace("\\\n", "")))
+            literal.append(_text(child))
         else:
+            flush()
             dynamic = True
-            lead = lead or (index == 0 and not pieces)
+            lead = lead or not "".join(pieces)
             pieces.append(_text(child))
+        at = child.end_byte
+    literal.append(raw[at - node.start_byte:len(raw) - 1].decode("utf-8", "replace"))
+    flush()
     return Word("".join(pieces), dynamic=dynamic, lead_dynamic=lead)
