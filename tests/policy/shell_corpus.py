@@ -257,6 +257,13 @@ ATTACKS: list[Attack] = [
         Attack("for f in *; do a[$f]=1; done", "builtin-eval",
                setup="touch 'b[$(rm -rf victim)]'"),
     ]),
+    # -- a script that is not on disk yet, made by another step, in any order ------------
+    *_family("late-script", [
+        "(sleep 0.2; bash x.sh) & echo 'rm -rf victim' > x.sh; wait",
+        "echo 'rm -rf victim' > x.sh; bash x.sh",
+        "printf 'rm -rf victim' | tee x.sh >/dev/null; . ./x.sh",
+        "python3 -m venv v && echo 'rm -rf victim' >> v/bin/activate && . v/bin/activate",
+    ]),
     # -- bash parses differently from a naive reading ------------------------------------
     *_family("parse", [
         "# note \\\nrm -rf victim", "true # \\\nrm -rf victim", "x\\\n#; rm -rf victim",
@@ -387,6 +394,8 @@ ATTACKS: list[Attack] = [
 
 BENIGN: list[str] = [
     "count=0; for f in *; do count=$((count+1)); done; echo $count",
+    "bash -e missing.sh", "echo start; sh missing.sh", "shellcheck -s sh missing.sh",
+    "python3 -m venv venv-new && . venv-new/bin/activate",
     "declare -A n; for w in a b a; do n[$w]=$(( ${n[$w]:-0} + 1 )); done; echo ${n[a]}",
     "python3 -c \"\nimport sys\nfor a in sys.argv:\n    print(a)\n\" x",
     "echo rm -rf /", "echo 'rm -rf victim' > notes.txt", 'grep -r "rm -rf" .', "git rm --cached f",

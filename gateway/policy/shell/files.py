@@ -24,6 +24,8 @@ class ScriptText:
     text: str | None
     """The script, or None when it cannot be known; `why` says why."""
     why: str = ""
+    missing: bool = False
+    """Nothing is at the path (yet)."""
 
 
 class Files(Protocol):
@@ -60,7 +62,8 @@ class DiskFiles:
         try:
             info = os.stat(real)
         except OSError:
-            return ScriptText(None, f"{path} does not exist yet (the command may write it)")
+            return ScriptText(None, f"{path} does not exist yet (the command may write it)",
+                              missing=True)
         if not stat.S_ISREG(info.st_mode):
             return ScriptText(None, f"{path} is not a regular file")
         if info.st_size > MAX_SCRIPT_BYTES:

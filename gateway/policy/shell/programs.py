@@ -149,3 +149,28 @@ INERT = frozenset(
 CODE_OPTIONS and their subcommands that wrap in wrappers.SUB_WRAPPERS). Build tools and test
 runners run project files (Makefile, package.json scripts, conftest.py): that code is not in
 the command; README lists it as a limitation."""
+
+
+WRITE_NOTHING = frozenset({
+    ":", "true", "false", "test", "[", "[[", "echo", "printf", "pwd", "cd", "pushd", "popd",
+    "dirs", "type", "which", "command", "hash", "help", "ls", "cat", "head", "tail", "wc",
+    "grep", "stat", "file", "basename", "dirname", "realpath", "readlink", "date", "uname",
+    "whoami", "id", "env", "printenv", "set", "shopt", "export", "unset", "local", "declare",
+    "typeset", "readonly", "exit", "return", "sleep",
+})
+"""Commands that create no file themselves (a redirection of theirs is a write, seen as such):
+a script that does not exist before them does not exist after them."""
+
+
+def venv_created(name: str, args: list[str]) -> str | None:
+    """The directory a virtual environment is created in by `python -m venv DIR`,
+    `virtualenv DIR` or `uv venv [DIR]` (None for anything else)."""
+    operands = [a for a in args if not a.startswith("-")]
+    if name.startswith(("python", "pypy")) and args[:2] == ["-m", "venv"]:
+        rest = [a for a in args[2:] if not a.startswith("-")]
+        return rest[-1] if rest else None
+    if name == "virtualenv" and operands:
+        return operands[-1]
+    if name == "uv" and operands[:1] == ["venv"]:
+        return operands[1] if len(operands) > 1 else ".venv"
+    return None

@@ -16,6 +16,7 @@ and a time budget after which the scan is refused (and the call denied).
 from __future__ import annotations
 
 import gc
+import os
 import re
 import time
 from collections.abc import Sequence
@@ -206,6 +207,7 @@ def scan(command: str, cwd: str = "", *, files: Files = DISK,
     try:
         walker.script(command, (), 0, INHERITED)
         walker.fail(walker.hazards.problem())
+        walker.fail(walker.missing_script_problem())
     except _OverBudget:
         refused = f"analysis took longer than its {budget_s:g} s budget"
     except RecursionError:
@@ -238,6 +240,12 @@ class _Walker:
     cwds: list[str] = field(default_factory=list)
     cwd_unknown: bool = False
     unsafe_for_allow: str = ""
+    speculating: int = 0
+    """Inside a reading of an unknown program's arguments as a command it might run."""
+    venvs: dict[int, str] = field(default_factory=dict)
+    """Command index -> the virtual environment it creates (`python -m venv DIR`)."""
+    missing_scripts: list[tuple[int, str, str]] = field(default_factory=list)
+    """(index of the command that runs it, its path, why) for scripts not on disk."""
 
     def access(self, mode: Literal["read", "write"], path: Word, command: str,
                possible: bool = False) -> None:
@@ -295,10 +303,35 @@ class _Walker:
             self.fail(f"{what} runs a script named at run time")
             return
         found = self.files.script(path.text, self.cwd)
+        if found.text is None and found.missing and self.speculating:
+            return  # a guess at what an unknown program runs: no code of its own to read
+        if found.text is None and found.missing:
+            # Decided when the whole command is known (`finish`): whether any step of it
+            # could put the script there, whatever order they run in.
+            self.missing_scripts.append((len(self.commands) - 1, resolve(path.text, self.cwd),
+                                         f"{what} runs {path.text}, which cannot be "
+                                         f"analysed: {found.why}"))
+            return
         if found.text is None:
             self.fail(f"{what} runs {path.text}, which cannot be analysed: {found.why}")
             return
         self.script(found.text, (*via, what), depth + 1, INHERITED)
+
+    def missing_script_problem(self) -> str:
+        """A script that is not on disk is no code to analyse if no step of the command
+        could put it there: nothing in it writes a file (in any order: `&` and pipelines
+        run steps side by side). Else it is unknown code, and the command unparseable."""
+        for runner, target, why in self.missing_scripts:
+            # a virtual environment's creator writes a `bin/activate` that only sets variables
+            made = {k for k, venv in self.venvs.items()
+                    if target == os.path.join(venv, "bin", "activate")}
+            writers = [c for k, c in enumerate(self.commands) if k != runner and k not in made
+                       and c.name not in programs.WRITE_NOTHING]
+            creators = {self.commands[k].text[:200] for k in made}
+            if writers or any(a.mode == "write" or (a.possible and a.command not in creators)
+                              for a in self.accesses):
+                return why
+        return ""
 
     def code(self, text: Word, via: tuple[str, ...], depth: int, what: str) -> None:
         """A shell string found in an option, a variable or an alias."""
@@ -716,6 +749,9 @@ class _Walker:
                appended: bool = False, opaque: bool = False) -> int:
         name = normalize_name(words[0].text)
         text = " ".join(w.text for w in words)
+        venv = programs.venv_created(name, [w.text for w in words[1:]])
+        if venv is not None and not any(w.dynamic or w.globby for w in words):
+            self.venvs[len(self.commands)] = resolve(venv, self.cwd)
         self.commands.append(SimpleCommand(name, text, via, runs_other, tuple(words),
                                            opaque=opaque, appended=appended))
         self.file_uses(name, words, text)
@@ -836,7 +872,11 @@ class _Walker:
             if found > LOOKAHEADS:
                 return
             start, opened = len(self.commands), len(self.accesses)
-            self.emit(words[k:], (*via, f"{name}?"), depth, feed)
+            self.speculating += 1
+            try:
+                self.emit(words[k:], (*via, f"{name}?"), depth, feed)
+            finally:
+                self.speculating -= 1
             for index in range(start, len(self.commands)):
                 self.commands[index] = _replace(self.commands[index], speculative=True)
             for index in range(opened, len(self.accesses)):
