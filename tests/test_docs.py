@@ -33,7 +33,12 @@ PORT = "8788"
 EXPECTED = {
     "README.md": [
         "-> deny [org.yaml:permissions.deny[1]]",  # run's progress line for the rm -rf
-        "success: 3 turns, $",
+        # the read through a computed path: left to the sandbox, which stops it; or, where
+        # the sandbox cannot start, run says what it needs (a Bash call is then denied)
+        *(["left to the OS sandbox [org.yaml:permissions.deny[10]]", "Permission denied"]
+          if shutil.which("bwrap") and shutil.which("socat") else
+          ["which cannot start here: bubblewrap"]),
+        "success: 4 turns, $",
         "execute_tool Bash",  # trace show
         "rm -rf build/",  # audit list
         "decision: deny",  # policy explain
@@ -47,6 +52,7 @@ EXPECTED = {
     "archive.md": ["archive verify: OK, 0 archives", "audit verify: OK, 0 records"],
     "scripted-api.md": ["scripted-api: prompt request -> response 1"],
     "service.md": [],
+    "sandbox.md": ["enforced by: sandbox", "decision: deny", "enforced by: hook"],
 }
 
 

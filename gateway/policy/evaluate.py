@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from gateway.policy.bash_rules import Match
 from gateway.policy.compiled import (
+    BUILTIN_LAYER,
     AnyInput,
     BashCommand,
     BashPipeline,
@@ -601,7 +602,10 @@ def _layer_outcome(layer: Layer, hits: list[Hit], allowed: bool, withheld: bool 
 def _combine(policy: Policy, outcomes: list[LayerOutcome], hits: list[Hit],
              held: list[Hit]) -> Decision:
     monitor_deny = next((h for h in hits if h.monitor and h.decision == "deny"), None)
-    best = max(outcomes, key=lambda o: SEVERITY[o.decision], default=None)
+    # Of equally strict outcomes, a policy file's names the rule its authors wrote; the
+    # built-in layer's is the one left when no file's rule applies.
+    best = max(outcomes, key=lambda o: (SEVERITY[o.decision], o.layer != BUILTIN_LAYER),
+               default=None)
     kind: DecisionKind = best.decision if best is not None else "abstain"
     if best is not None and kind in ("deny", "ask"):
         rule_id, reason, matched = best.rule_id, best.reason, best.matched
@@ -613,7 +617,7 @@ def _combine(policy: Policy, outcomes: list[LayerOutcome], hits: list[Hit],
     else:
         rule_id = reason = matched = ""
     enforced_by: EnforcedBy = "hook"
-    enforced = [h for h in held if not h.monitor]
+    enforced = sorted((h for h in held if not h.monitor), key=lambda h: h.layer == BUILTIN_LAYER)
     if enforced and kind not in ("deny", "ask"):
         enforced_by = "sandbox"
         if not rule_id:
