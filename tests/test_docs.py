@@ -32,12 +32,13 @@ PORT = "8788"
 # What each document's run must show, beyond succeeding.
 EXPECTED = {
     "README.md": [
-        "-> deny [org.yaml:permissions.deny[1]]",  # run's progress line for the rm -rf
-        # the read through a computed path: left to the sandbox, which stops it; or, where
-        # the sandbox cannot start, run says what it needs (a Bash call is then denied)
-        *(["left to the OS sandbox [org.yaml:permissions.deny[10]]", "Permission denied"]
+        # run's progress lines: the read through a computed path left to the sandbox, which
+        # stops it, and the rm -rf denied by the hook; or, where the sandbox cannot start, run
+        # says what it needs and denies Bash
+        *(["left to the OS sandbox [org.yaml:permissions.deny[10]]", "Permission denied",
+           "-> deny [org.yaml:permissions.deny[1]]"]
           if shutil.which("bwrap") and shutil.which("socat") else
-          ["which cannot start here: bubblewrap"]),
+          ["which cannot start here: bubblewrap", "-> deny [builtin:sandbox-required]"]),
         "success: 4 turns, $",
         "execute_tool Bash",  # trace show
         "rm -rf build/",  # audit list
