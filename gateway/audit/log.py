@@ -18,6 +18,7 @@ damage stays visible to `audit verify` however many appends follow.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import hashlib
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import NamedTuple, cast
 
 from gateway.archive.redact import Redactor
-from gateway.audit.record import AuditRecord, decision_record
+from gateway.audit.record import AuditRecord, decision_record, encodable
 from gateway.env import gateway_home
 from gateway.hashchain import GENESIS, HASH_KEY, PREV_KEY
 from gateway.integrity.checkpoint import (
@@ -110,13 +111,17 @@ def append_record(
             state, alarm = known, None
         else:
             state, alarm = _survey(fd, cp_file, key_set, known, now)
-        linked, body = sealed_line(
-            {**record, CHAIN: state.chain, SEQ: state.records + 1}, state.head, key_set
-        )
+        numbered = {**record, CHAIN: state.chain, SEQ: state.records + 1}
+        try:
+            linked, body = sealed_line(numbered, state.head, key_set)
+        except UnicodeEncodeError:  # a lone surrogate from the input: kept as U+FFFD
+            linked, body = sealed_line(cast(JSONObject, encodable(cast(JSON, numbered))),
+                                       state.head, key_set)
         line = body + b"\n"
-        written = os.write(fd, line)
-        if written != len(line):  # a short write (disk full)
-            raise OSError(f"short write to {target}: {written} of {len(line)} bytes")
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            line = b"\n" + line  # a fragment left by another writer: start on a clean line
+        _write_whole(fd, line, size, target)
         checkpoint, checkpoint_bytes = checkpoint_line(
             chain=state.chain,
             count=state.records + 1,
@@ -141,6 +146,19 @@ def append_record(
         raise
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def _write_whole(fd: int, line: bytes, size: int, target: Path) -> None:
+    """Append `line` whole or not at all: a short or failed write (a full disk) is cut back
+    off, so the log stays a sequence of whole records and the next append starts clean."""
+    try:
+        written = os.write(fd, line)
+        if written != len(line):
+            raise OSError(f"short write to {target}: {written} of {len(line)} bytes")
+    except BaseException:
+        with contextlib.suppress(OSError):  # else the next append starts on a new line
+            os.ftruncate(fd, size)
+        raise
 
 
 _Identity = tuple[int, int, int, int]

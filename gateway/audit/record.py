@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal, NamedTuple, NotRequired, TypedDict
@@ -126,7 +128,7 @@ def decision_record(
     now: datetime | None = None,
     redactor: Redactor | None = None,
 ) -> DecisionRecord:
-    raw = canonical_json(call.tool_input)
+    raw = decided_bytes(call.tool_input)
     shown, redactions, cut = _input_as_kept(call.tool_input, raw, redactor or audit_redactor())
     record: DecisionRecord = {
         "time": (now or datetime.now(UTC)).isoformat(timespec="microseconds"),
@@ -152,6 +154,32 @@ def decision_record(
     if cut:
         record["input_truncated"] = True
     return record
+
+
+def decided_bytes(tool_input: Mapping[str, JSON]) -> bytes:
+    """The input as decided, as canonical JSON bytes. A string Claude Code sends may hold a
+    lone surrogate (JSON allows the escape, UTF-8 has no encoding for it): its bytes are the
+    ones Python's `surrogatepass` gives, so the digest still describes what was decided."""
+    try:
+        return canonical_json(tool_input)
+    except UnicodeEncodeError:
+        text = json.dumps(tool_input, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return text.encode("utf-8", "surrogatepass")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encodable(value: JSON) -> JSON:
+    """`value` with each lone surrogate replaced by U+FFFD: what a record keeps of a string
+    UTF-8 cannot hold (its digest, `input_sha256`, is of the string as it came)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, Mapping):
+        return {_SURROGATE.sub("\ufffd", str(k)): encodable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [encodable(v) for v in value]
+    return value
 
 
 class _Kept(NamedTuple):

@@ -51,6 +51,7 @@ from gateway.types import Decision, DecisionKind, EnforcedBy, ToolCall
 
 SEVERITY: dict[str, int] = {"deny": 3, "ask": 2, "allow": 1, "abstain": 0}
 PATH_FIELDS = ("file_path", "notebook_path", "path")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -564,7 +565,7 @@ def _path_input(call: ToolCall) -> str | None:
     for name in PATH_FIELDS:
         value = call.tool_input.get(name)
         if isinstance(value, str) and value:
-            return value
+            return _LONE_SURROGATE.sub("\ufffd", value)  # no file name holds one
     return "." if call.tool_name in ("Glob", "Grep", "LS") else None
 
 

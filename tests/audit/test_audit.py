@@ -102,3 +102,54 @@ def test_audit_verify_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "FAILED at record 2: prev_hash" in capsys.readouterr().err
     assert audit_verify(str(tmp_path / "missing.jsonl")) == 2
     assert "no such audit log" in capsys.readouterr().err
+
+
+def test_a_short_write_leaves_the_log_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk cuts a record short: the fragment is cut back off, and the decision
+    after space is freed is a whole record on its own line; the chain still verifies."""
+    import os
+
+    import gateway.audit.log as log
+
+    path = tmp_path / "audit.jsonl"
+    _fill(path, 2)
+    before = path.read_bytes()
+    real_write = os.write
+
+    def full_disk(fd: int, data: bytes) -> int:
+        return real_write(fd, data[:14])
+
+    monkeypatch.setattr(log.os, "write", full_disk)
+    with pytest.raises(OSError, match="short write"):
+        _fill(path, 1)
+    monkeypatch.setattr(log.os, "write", real_write)
+    assert path.read_bytes() == before
+    _fill(path, 1)
+    assert verify(path) is None
+    assert len(_lines(path)) == 3
+
+
+def test_an_append_after_a_torn_line_starts_on_its_own_line(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    _fill(path, 2)
+    with open(path, "ab") as handle:
+        handle.write(b'{"agent_id":"')  # a writer killed mid-record, long ago
+    _fill(path, 1)
+    lines = _lines(path)
+    assert lines[2] == '{"agent_id":"\n'
+    assert json.loads(lines[3])["seq"] == 4
+    assert verify(path) == (3, "record 3: not valid JSON")
+
+
+def test_a_lone_surrogate_in_the_input_is_recorded(tmp_path: Path) -> None:
+    """JSON may carry a lone surrogate (`"l\\ud800s"`), which UTF-8 cannot hold: the record
+    keeps U+FFFD in its place, its digest is of the input as decided, and it verifies."""
+    path = tmp_path / "audit.jsonl"
+    call = ToolCall("Bash", {"command": "l\ud800s -la"}, tool_use_id="t1", session_id="s")
+    record = append_decision(call, Decision("deny", "r", "`l\ud800s`: why"), path)
+    kept = json.loads(_lines(path)[0])
+    assert kept["input"] == {"command": "l\ufffds -la"} and kept["reason"] == "`l\ufffds`: why"
+    assert kept["input_sha256"] == record["input_sha256"]
+    assert verify(path) is None

@@ -159,3 +159,20 @@ def test_cache_hit_does_not_import_pydantic_or_yaml(tmp_path: Path, policy: str)
     result = subprocess.run([sys.executable, "-c", probe, policy], input=_input("ls"),
                             capture_output=True, env=env, timeout=60, check=False)
     assert result.returncode == 0, result.stderr.decode()
+
+
+@pytest.mark.parametrize(("command", "decision"), [
+    ("l\ud800s -la", "abstain"), ("rm -rf \udc80x", "deny"), ("ls \udfff", "allow"),
+])
+def test_a_lone_surrogate_is_decided_and_recorded(tmp_path: Path, policy: str, command: str,
+                                                   decision: str) -> None:
+    """JSON may escape a lone surrogate, which UTF-8 cannot hold; bash gets U+FFFD in its
+    place. The decision is made and recorded, without a traceback."""
+    stdin = _input(command)
+    assert b"\\ud" in stdin  # json.dumps escapes it as Claude Code's JSON would
+    done = _hook(tmp_path, stdin, policy)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == b""
+    output = json.loads(done.stdout).get("hookSpecificOutput", {})
+    assert output.get("permissionDecision", "abstain") == decision
+    assert verify(tmp_path / "home" / "audit.jsonl") is None

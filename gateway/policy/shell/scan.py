@@ -62,6 +62,7 @@ LOOKAHEADS = 8
 MAX_COMMAND_BYTES = 256 * 1024
 TIME_BUDGET_S = 2.0
 _SYNTAX_IN_NAME = frozenset(" \t\n;&|<>()`")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _LEAF_WORDS = frozenset({"word", "raw_string", "ansi_c_string", "number"})
 """Argument node types that cannot hold a command (no substitution inside)."""
 
@@ -199,6 +200,9 @@ def scan(command: str, cwd: str = "", *, files: Files = DISK,
     if size > max_bytes:
         return Scan((), refused=f"the command is {size} bytes, over the analysis cap of "
                                 f"{max_bytes // 1024} KiB")
+    # A lone surrogate (valid in JSON, not in UTF-8) reaches bash as U+FFFD, as Claude Code's
+    # runtime encodes it.
+    command = _LONE_SURROGATE.sub("\ufffd", command)
     walker = _Walker(cwd, files, time.monotonic() + budget_s)
     walker.cwds.append(cwd or "/")
     refused = ""
