@@ -177,8 +177,11 @@ def _bash_scan(call: ToolCall) -> Scan | None:
     return scan(command if isinstance(command, str) else "", call.cwd)
 
 
-def _rules_for(layer: Layer, tool: str) -> Iterable[Rule]:
-    yield from layer.by_tool.get(tool, ())
+def _rules_for(layer: Layer, tool: str, named: Iterable[Rule] | None = None
+               ) -> Iterable[Rule]:
+    """The layer's rules for a tool: `named` (those naming it, when some are ruled out
+    already) or all of them, then the tool globs that match it."""
+    yield from layer.by_tool.get(tool, ()) if named is None else named
     for rule in layer.tool_globs:
         if rule.tool_glob is not None and rule.tool_glob.fullmatch(tool):
             yield rule
@@ -196,11 +199,7 @@ def _layer_hits(layer: Layer, call: ToolCall, bash: Scan | None, resolved: _Reso
     (a sandboxed session) collects what is left to the sandbox instead of denied."""
     hits: list[Hit] = []
     tool_allowed = False
-    skip_deny, skip_allow = _path_rules_missed(layer, call, facts)
-    for rule in _rules_for(layer, call.tool_name):
-        if isinstance(rule.matcher, PathRule) and (
-                skip_allow if rule.decision == "allow" else skip_deny):
-            continue
+    for rule in _rules_for(layer, call.tool_name, _path_rules_left(layer, call, facts)):
         matched = _match_call(rule, call, bash, facts)
         if matched is _CANNOT_TELL:
             hits.append(_uncertain(layer, rule, _summary(call), "it has other names (hard "
@@ -257,7 +256,7 @@ class _Facts:
         return self._linked
 
     def targets(self, roots: tuple[str, ...]) -> Targets:
-        """`path_targets(raw, cwd, roots)`, computed once for every rule alike."""
+        """`path_targets(raw, cwd, roots)`, computed once per distinct `roots`."""
         if not roots or not self.linked():
             return self.written()
         found = self._searched.get(roots)
@@ -273,42 +272,57 @@ class _Facts:
         return self._hosts
 
 
-def _path_rules_missed(layer: Layer, call: ToolCall, facts: _Facts) -> tuple[bool, bool]:
-    """Whether none of the layer's deny and ask (first) or allow (second) path rules for
-    this tool can match its file, told by their union in one regex per anchor; (False,
-    False) when the rules are few (each is matched on its own) or the file is hard-linked
-    (each rule searches its own roots for the other names)."""
+def _path_rules_left(layer: Layer, call: ToolCall, facts: _Facts) -> tuple[Rule, ...] | None:
+    """The layer's rules naming a file tool, less the deny and ask path rules, or the allow
+    path rules, that their union says cannot match the file (in the rules' order); None
+    when the rules are few (each is matched on its own) or the file is hard-linked (each
+    rule searches its own roots for the other names)."""
     if facts.raw_path is None:
-        return False, False
-    deny_union, allow_union = _tool_unions(layer, call.tool_name)
-    if (deny_union is None and allow_union is None) or facts.linked():
-        return False, False
+        return None
+    paths = _tool_paths(layer, call.tool_name)
+    if paths is None or facts.linked():
+        return None
     names = facts.written().names
-    return (deny_union is not None and not deny_union.matches(names, call.cwd),
-            allow_union is not None and not allow_union.matches(names, call.cwd))
+    skip_deny = paths.deny is not None and not paths.deny.matches(names, call.cwd)
+    skip_allow = paths.allow is not None and not paths.allow.matches(names, call.cwd)
+    return paths.left[(skip_deny, skip_allow)]
 
 
-_TOOL_UNIONS: dict[tuple[int, str], tuple[Layer, tuple[PatternUnion | None,
-                                                       PatternUnion | None]]] = {}
+@dataclass(frozen=True)
+class _ToolPaths:
+    deny: PatternUnion | None
+    """The union of the deny and ask path rules (matched anywhere, as they are)."""
+    allow: PatternUnion | None
+    """The union of the allow path rules (matched under their anchor only)."""
+    left: dict[tuple[bool, bool], tuple[Rule, ...]]
+    """The rules naming the tool less the deny and ask (first) or allow (second) path rules."""
 
 
-def _tool_unions(layer: Layer, tool: str) -> tuple[PatternUnion | None, PatternUnion | None]:
-    """The union of a layer's deny and ask path rules for a tool (matched anywhere, as they
-    are) and of its allow path rules (matched under their anchor only), each when there are
-    at least UNION_FROM of them; worked out once per layer and tool."""
-    known = _TOOL_UNIONS.get((id(layer), tool))
+_TOOL_PATHS: dict[tuple[int, str], tuple[Layer, _ToolPaths | None]] = {}
+
+
+def _tool_paths(layer: Layer, tool: str) -> _ToolPaths | None:
+    """The unions of a layer's path rules for a tool, each when there are at least
+    UNION_FROM such rules (None when neither is); worked out once per layer and tool."""
+    known = _TOOL_PATHS.get((id(layer), tool))
     if known is not None and known[0] is layer:
         return known[1]
-    rules = [r for r in layer.by_tool.get(tool, ()) if isinstance(r.matcher, PathRule)]
-    deny = [_path_pattern(r) for r in rules if r.decision != "allow"]
-    allow = [_path_pattern(r) for r in rules if r.decision == "allow"]
-    unions = (union_of(deny) if len(deny) >= UNION_FROM else None,
-              dataclasses.replace(union_of(allow), floating=None)
-              if len(allow) >= UNION_FROM else None)
-    if len(_TOOL_UNIONS) >= 256:
-        _TOOL_UNIONS.clear()
-    _TOOL_UNIONS[(id(layer), tool)] = (layer, unions)
-    return unions
+    rules = layer.by_tool.get(tool, ())
+    paths = [r for r in rules if isinstance(r.matcher, PathRule)]
+    deny = [_path_pattern(r) for r in paths if r.decision != "allow"]
+    allow = [_path_pattern(r) for r in paths if r.decision == "allow"]
+    found = None
+    if len(deny) >= UNION_FROM or len(allow) >= UNION_FROM:
+        left = {(d, a): tuple(r for r in rules if not (isinstance(r.matcher, PathRule) and (
+                    a if r.decision == "allow" else d)))
+                for d in (False, True) for a in (False, True)}
+        found = _ToolPaths(union_of(deny) if len(deny) >= UNION_FROM else None,
+                           dataclasses.replace(union_of(allow), floating=None)
+                           if len(allow) >= UNION_FROM else None, left)
+    if len(_TOOL_PATHS) >= 256:
+        _TOOL_PATHS.clear()
+    _TOOL_PATHS[(id(layer), tool)] = (layer, found)
+    return found
 
 
 def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
@@ -628,8 +642,11 @@ def _match_call(rule: Rule, call: ToolCall, bash: Scan | None, facts: _Facts) ->
         if facts.raw_path is None:
             return None
         anywhere = rule.decision != "allow"
-        roots = (call.cwd or "/", matcher.pattern.search_root(call.cwd)) if anywhere else ()
-        targets = facts.targets(roots)
+        # Other names of a hard-linked file are looked for where a deny or ask rule could see
+        # them (cwd and the rule's own directory); a file with one name needs no roots.
+        linked = anywhere and facts.linked()
+        targets = facts.targets((call.cwd or "/", matcher.pattern.search_root(call.cwd))
+                                if linked else ())
         if matcher.pattern.matches(targets.names, call.cwd, anywhere=anywhere):
             return targets.names[0]
         return None if targets.complete else _CANNOT_TELL
