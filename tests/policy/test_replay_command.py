@@ -217,7 +217,7 @@ def test_jsonl_to_stdout_moves_the_summary_to_stderr(write_policy: WritePolicy) 
     assert status == 0
     (line,) = out.splitlines()
     assert json.loads(line)["tool_use_id"] == "toolu_0011_0"
-    assert err.startswith("policy replay: 1 calls from 1 sources (transcript 1)")
+    assert err.startswith("policy replay: 1 call from 1 source (transcript 1)")
 
 
 # -- what cannot be read or decided, and exit statuses -------------------------------------

@@ -89,8 +89,9 @@ class Tally:
     def text(self) -> list[str]:
         calls = self.decided + self.not_decided_count
         kinds = ", ".join(f"{kind} {n}" for kind, n in self.sources.most_common())
+        sources = sum(self.sources.values())
         lines = [
-            f"policy replay: {calls} calls from {sum(self.sources.values())} sources ({kinds}); "
+            f"policy replay: {_count(calls, 'call')} from {_count(sources, 'source')} ({kinds}); "
             f"policy sha256:{self.policy_hash[:12]}, sandbox: {self.sandbox}",
             f"decided {self.decided}, not decided {self.not_decided_count}, bad lines "
             f"{self.bad_lines}, seen before {self.duplicates}",
@@ -157,6 +158,10 @@ class Tally:
                  "reason": n.reason} for n in self.not_decided
             ],
         }
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _by_severity(counts: Counter[str]) -> list[tuple[str, int]]:
