@@ -76,6 +76,9 @@ def add_parser(sub: Subcommands) -> None:
                         "logs; default: the current directory)")
     replay.add_argument("--json", action="store_true",
                         help="print the summary as one JSON object")
+    replay.add_argument("--hook-only", action="store_true",
+                        help="decide as sessions without the OS sandbox (with `sandbox: "
+                        "required`, sessions wired by the gateway run under it)")
     replay.add_argument("sources", nargs="+", metavar="SOURCE",
                         help="a transcript, audit log or hook-input JSONL file, a directory "
                         "(every *.jsonl under it), or '-' for stdin; the kind is told from "
@@ -106,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         return policy_explain(args.policy, hook_input=hook_input, hook_only=args.hook_only)
     if action == "replay":
         return policy_replay(args.policy, args.sources, jsonl=args.jsonl, cwd=args.cwd,
-                             as_json=args.json)
+                             as_json=args.json, hook_only=args.hook_only)
     return policy_test(args.paths)
 
 

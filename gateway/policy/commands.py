@@ -170,9 +170,11 @@ BAD_LINES_SHOWN = 10
 
 def policy_replay(policy_paths: Sequence[str], sources: Sequence[str], *,
                   jsonl: str | None = None, cwd: str | None = None, as_json: bool = False,
-                  out: TextIO | None = None, err: TextIO | None = None) -> int:
+                  hook_only: bool = False, out: TextIO | None = None,
+                  err: TextIO | None = None) -> int:
     """Decide the tool calls recorded in `sources` (transcripts, audit logs, hook inputs;
-    files, directories of `*.jsonl`, '-' for stdin) under the policy, without running them.
+    files, directories of `*.jsonl`, '-' for stdin) under the policy, without running them:
+    with `sandbox: required` as in sandboxed sessions, unless `hook_only`.
     Exit 0 when every call was decided; 1 for a bad policy, or a line or call that could not
     be read or decided; 2 when a source or the `jsonl` output cannot be used."""
     from gateway.policy.loader import load_policy
@@ -196,14 +198,18 @@ def policy_replay(policy_paths: Sequence[str], sources: Sequence[str], *,
         print(f"--cwd {cwd}: not a directory", file=err)
         return 2
     directory = os.path.abspath(cwd) if cwd is not None else os.getcwd()
-    tally = Tally(policy.bundle_hash, policy.sandbox)
+    sandbox: str = policy.sandbox
+    if sandbox == "required":
+        sandbox += ", decided hook-only (--hook-only)" if hook_only else (
+            ", decided as sandboxed sessions")
+    tally = Tally(policy.bundle_hash, sandbox)
     seen: set[str] = set()
     try:
         with _replay_output(jsonl, out) as write:
             for name in files:
                 with _source_stream(name) as stream:
                     source = Source("<stdin>" if name == "-" else name, stream, directory)
-                    _replay_source(policy, source, tally, seen, write, err)
+                    _replay_source(policy, source, tally, seen, write, err, hook_only)
     except OSError as exc:
         print(f"{exc.filename or jsonl}: {exc.strerror or exc}", file=err)
         return 2
@@ -216,11 +222,11 @@ def policy_replay(policy_paths: Sequence[str], sources: Sequence[str], *,
 
 
 def _replay_source(policy: Policy, source: Source, tally: Tally, seen: set[str],
-                   write: Callable[[str], None] | None, err: TextIO) -> None:
+                   write: Callable[[str], None] | None, err: TextIO, hook_only: bool) -> None:
     from gateway.policy.replay import BadLine, NotDecidable, Replayed, jsonl_line, replay
 
     bad = 0
-    for outcome in replay(policy, source, seen):
+    for outcome in replay(policy, source, seen, hook_only=hook_only):
         tally.add(outcome)
         if isinstance(outcome, Replayed):
             if write is not None:
@@ -233,7 +239,7 @@ def _replay_source(policy: Policy, source: Source, tally: Tally, seen: set[str],
             print(f"{outcome.where}: not decided: {outcome.reason}", file=err)
     if bad > BAD_LINES_SHOWN:
         print(f"{source.name}: {bad - BAD_LINES_SHOWN} more bad lines", file=err)
-    tally.sources[source.kind or "no calls"] += 1
+    tally.sources[source.kind or "unrecognized"] += 1
 
 
 @contextmanager

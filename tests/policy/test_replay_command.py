@@ -158,6 +158,13 @@ def test_sandbox_required_decides_as_a_sandboxed_session(
     assert (sandboxed["decision"], sandboxed["enforced_by"]) == ("abstain", "sandbox")
     assert "left to the OS sandbox" in sandboxed["reason"] and sandboxed["rule_id"]
     assert (hook_only["decision"], hook_only["enforced_by"]) == ("deny", "hook")
+    # --hook-only decides the sandbox: required policy as a session without the sandbox.
+    out = tmp_path / "forced.jsonl"
+    status, summary, _ = run([str(tmp_path / "sandboxed.yaml")], source, jsonl=str(out),
+                             hook_only=True)
+    forced = json.loads(out.read_text().splitlines()[0])
+    assert (forced["decision"], forced["enforced_by"]) == ("deny", "hook")
+    assert "sandbox: required, decided hook-only (--hook-only)" in summary
     for provable in (lines["sandboxed.yaml"]["t2"], lines["hook-only.yaml"]["t2"]):
         assert (provable["decision"], provable["enforced_by"]) == ("deny", "hook")
 

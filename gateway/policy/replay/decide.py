@@ -57,11 +57,12 @@ def changed(recorded: Recorded | None, would: DecisionKind) -> bool:
     return recorded.decision != would
 
 
-def replay(policy: Policy, items: Iterable[Item], seen: set[str] | None = None
-           ) -> Iterator[Outcome]:
+def replay(policy: Policy, items: Iterable[Item], seen: set[str] | None = None, *,
+           hook_only: bool = False) -> Iterator[Outcome]:
     """Each call decided; `seen` holds the tool_use_ids decided so far (across sources: a
-    session's transcript and the audit log of the same calls are decided once)."""
-    sandboxed = policy.sandbox == "required"
+    session's transcript and the audit log of the same calls are decided once).
+    `hook_only`: as in sessions without the OS sandbox, whatever the policy says."""
+    sandboxed = policy.sandbox == "required" and not hook_only
     seen = set() if seen is None else seen
     for item in items:
         if not isinstance(item, Replayable):
