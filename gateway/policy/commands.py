@@ -204,14 +204,18 @@ def policy_replay(policy_paths: Sequence[str], sources: Sequence[str], *,
             ", decided as sandboxed sessions")
     tally = Tally(policy.bundle_hash, sandbox)
     seen: set[str] = set()
+    reading = ""
     try:
         with _replay_output(jsonl, out) as write:
-            for name in files:
-                with _source_stream(name) as stream:
-                    source = Source("<stdin>" if name == "-" else name, stream, directory)
+            for reading in files:
+                with _source_stream(reading) as stream:
+                    source = Source("<stdin>" if reading == "-" else reading, stream,
+                                    directory)
                     _replay_source(policy, source, tally, seen, write, err, hook_only)
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: the command line ends quietly
     except OSError as exc:
-        print(f"{exc.filename or jsonl}: {exc.strerror or exc}", file=err)
+        print(f"{exc.filename or reading}: {exc.strerror or exc}", file=err)
         return 2
     summary = err if jsonl == "-" else out
     if as_json:
@@ -261,5 +265,22 @@ def _replay_output(jsonl: str | None, out: TextIO
     if jsonl == "-":
         yield lambda line: print(line, file=out)
         return
-    with open(jsonl, "w", encoding="utf-8") as handle:
-        yield lambda line: print(line, file=handle)
+    path = jsonl
+    handle = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed below, errors named)
+
+    def named(exc: OSError) -> OSError:  # a full disk: say which file
+        return OSError(exc.errno, exc.strerror, path)
+
+    def write(line: str) -> None:
+        try:
+            print(line, file=handle)
+        except OSError as exc:
+            raise named(exc) from None
+
+    try:
+        yield write
+    finally:
+        try:
+            handle.close()
+        except OSError as exc:
+            raise named(exc) from None

@@ -320,3 +320,10 @@ def test_an_evaluation_error_is_a_call_not_decided(
     item = Replayable(ToolCall("Bash", {"command": "ls"}, tool_use_id="t1"), "f:1")
     (outcome,) = replay(policy, [item])
     assert outcome.reason == "could not decide: RuntimeError: boom"  # type: ignore[union-attr]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_a_jsonl_file_that_cannot_be_written_is_named(write_policy: WritePolicy) -> None:
+    status, out, err = run([write_policy(STRICTER)], SESSION, jsonl="/dev/full")
+    assert (status, out) == (2, "")
+    assert err == "/dev/full: No space left on device\n"
