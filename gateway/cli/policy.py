@@ -1,4 +1,4 @@
-"""`agent-gateway policy check|explain|test` (functions in gateway.policy.commands)."""
+"""`agent-gateway policy check|explain|test|replay` (functions in gateway.policy.commands)."""
 
 from __future__ import annotations
 
@@ -52,6 +52,37 @@ def add_parser(sub: Subcommands) -> None:
         "files above it; a failing case is reported as file:line and exit 1.",
     )
     test.add_argument("paths", nargs="+", metavar="PATH", help="policy files, org first")
+    replay = psub.add_parser(
+        "replay", help="decide recorded tool calls under a policy, without running them",
+        description="Decide the tool calls recorded in Claude Code session transcripts "
+        "(~/.claude/projects/...), the gateway's audit log or a JSONL file of PreToolUse hook "
+        "inputs as the hook would decide them in a session under the policy (with `sandbox: "
+        "required`, a sandboxed one); nothing runs and nothing is recorded. Prints a summary "
+        "by decision, rule and enforcing layer and, where the sources recorded decisions, what "
+        "would change. Exit 0 when every call was decided; 1 for a bad policy or a line or "
+        "call that could not be read or decided (named file:line on stderr); 2 when a source "
+        "cannot be read.",
+        epilog="example: agent-gateway policy replay --policy org.yaml --policy new-team.yaml "
+        "~/.claude/projects --jsonl decisions.jsonl",
+    )
+    replay.add_argument("--policy", action="append", required=True, metavar="PATH",
+                        help="policy file; repeat in order org, team, project")
+    replay.add_argument("--jsonl", metavar="OUT",
+                        help="write one JSON line per decided call: tool_use_id, tool_name, "
+                        "decision, rule_id, reason, enforced_by ('-': stdout, the summary then "
+                        "goes to stderr)")
+    replay.add_argument("--cwd", metavar="DIR",
+                        help="the session directory for calls whose source records none (audit "
+                        "logs; default: the current directory)")
+    replay.add_argument("--json", action="store_true",
+                        help="print the summary as one JSON object")
+    replay.add_argument("--hook-only", action="store_true",
+                        help="decide as sessions without the OS sandbox (with `sandbox: "
+                        "required`, sessions wired by the gateway run under it)")
+    replay.add_argument("sources", nargs="+", metavar="SOURCE",
+                        help="a transcript, audit log or hook-input JSONL file, a directory "
+                        "(every *.jsonl under it), or '-' for stdin; the kind is told from "
+                        "the content")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         hook_input_for,
         policy_check,
         policy_explain,
+        policy_replay,
         policy_test,
     )
 
@@ -75,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
         hook_input = hook_input_for(args.tool, command=args.bash_command, path=args.path,
                                     url=args.url, cwd=args.cwd or os.getcwd())
         return policy_explain(args.policy, hook_input=hook_input, hook_only=args.hook_only)
+    if action == "replay":
+        return policy_replay(args.policy, args.sources, jsonl=args.jsonl, cwd=args.cwd,
+                             as_json=args.json, hook_only=args.hook_only)
     return policy_test(args.paths)
 
 

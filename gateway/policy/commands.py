@@ -7,12 +7,18 @@ check failed (bad policy, failing case), 2 the input could not be used.
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from gateway.errors import GatewayError, PolicyError
+
+if TYPE_CHECKING:
+    from gateway.policy.compiled import Policy
+    from gateway.policy.replay import Source, Tally
 
 
 def policy_check(paths: Sequence[str], *, out: TextIO | None = None,
@@ -156,3 +162,125 @@ def policy_test(paths: Sequence[str], *, out: TextIO | None = None,
         print(f"{outcome.path}:{outcome.line}: {outcome.name}: {outcome.failure}", file=err)
     print(f"{len(outcomes) - len(failed)} passed, {len(failed)} failed", file=out)
     return 1 if failed else 0
+
+
+BAD_LINES_SHOWN = 10
+"""Bad lines named one by one per source; the rest are counted."""
+
+
+def policy_replay(policy_paths: Sequence[str], sources: Sequence[str], *,
+                  jsonl: str | None = None, cwd: str | None = None, as_json: bool = False,
+                  hook_only: bool = False, out: TextIO | None = None,
+                  err: TextIO | None = None) -> int:
+    """Decide the tool calls recorded in `sources` (transcripts, audit logs, hook inputs;
+    files, directories of `*.jsonl`, '-' for stdin) under the policy, without running them:
+    with `sandbox: required` as in sandboxed sessions, unless `hook_only`.
+    Exit 0 when every call was decided; 1 for a bad policy, or a line or call that could not
+    be read or decided; 2 when a source or the `jsonl` output cannot be used."""
+    from gateway.policy.loader import load_policy
+    from gateway.policy.replay import Source, Tally, source_files
+
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        policy = load_policy(policy_paths)
+    except GatewayError as exc:
+        print(exc, file=err)
+        return 1 if isinstance(exc, PolicyError) else 2
+    try:
+        files = [name for given in sources for name in source_files(given)]
+    except OSError as exc:
+        print(f"{exc.filename}: cannot read: {exc.strerror or exc}", file=err)
+        return 2
+    if not files:
+        print(f"no *.jsonl files in {', '.join(sources)}", file=err)
+        return 2
+    if cwd is not None and not os.path.isdir(cwd):
+        print(f"--cwd {cwd}: not a directory", file=err)
+        return 2
+    directory = os.path.abspath(cwd) if cwd is not None else os.getcwd()
+    sandbox: str = policy.sandbox
+    if sandbox == "required":
+        sandbox += ", decided hook-only (--hook-only)" if hook_only else (
+            ", decided as sandboxed sessions")
+    tally = Tally(policy.bundle_hash, sandbox)
+    seen: set[str] = set()
+    reading = ""
+    try:
+        with _replay_output(jsonl, out) as write:
+            for reading in files:
+                with _source_stream(reading) as stream:
+                    source = Source("<stdin>" if reading == "-" else reading, stream,
+                                    directory)
+                    _replay_source(policy, source, tally, seen, write, err, hook_only)
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: the command line ends quietly
+    except OSError as exc:
+        print(f"{exc.filename or reading}: {exc.strerror or exc}", file=err)
+        return 2
+    summary = err if jsonl == "-" else out
+    if as_json:
+        print(json.dumps(tally.as_json(), ensure_ascii=False), file=summary)
+    else:
+        print("\n".join(tally.text()), file=summary)
+    return 0 if tally.complete else 1
+
+
+def _replay_source(policy: Policy, source: Source, tally: Tally, seen: set[str],
+                   write: Callable[[str], None] | None, err: TextIO, hook_only: bool) -> None:
+    from gateway.policy.replay import BadLine, NotDecidable, Replayed, jsonl_line, replay
+
+    bad = 0
+    for outcome in replay(policy, source, seen, hook_only=hook_only):
+        tally.add(outcome)
+        if isinstance(outcome, Replayed):
+            if write is not None:
+                write(jsonl_line(outcome))
+        elif isinstance(outcome, BadLine):
+            bad += 1
+            if bad <= BAD_LINES_SHOWN:
+                print(f"{outcome.where}: {outcome.message}", file=err)
+        elif isinstance(outcome, NotDecidable):
+            print(f"{outcome.where}: not decided: {outcome.reason}", file=err)
+    if bad > BAD_LINES_SHOWN:
+        print(f"{source.name}: {bad - BAD_LINES_SHOWN} more bad lines", file=err)
+    tally.sources[source.kind or "unrecognized"] += 1
+
+
+@contextmanager
+def _source_stream(name: str) -> Iterator[BinaryIO]:
+    if name == "-":
+        yield sys.stdin.buffer
+        return
+    with open(name, "rb") as stream:
+        yield stream
+
+
+@contextmanager
+def _replay_output(jsonl: str | None, out: TextIO
+                   ) -> Iterator[Callable[[str], None] | None]:
+    """Where `--jsonl` lines go: a file, stdout ('-'), or nowhere."""
+    if jsonl is None:
+        yield None
+        return
+    if jsonl == "-":
+        yield lambda line: print(line, file=out)
+        return
+    path = jsonl
+    handle = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed below, errors named)
+
+    def named(exc: OSError) -> OSError:  # a full disk: say which file
+        return OSError(exc.errno, exc.strerror, path)
+
+    def write(line: str) -> None:
+        try:
+            print(line, file=handle)
+        except OSError as exc:
+            raise named(exc) from None
+
+    try:
+        yield write
+    finally:
+        try:
+            handle.close()
+        except OSError as exc:
+            raise named(exc) from None

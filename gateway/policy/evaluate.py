@@ -14,6 +14,7 @@ which holds it, instead of being denied as uncertain. The decision says so (`enf
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -41,6 +42,7 @@ from gateway.policy.paths import (
     Targets,
     fresh_decision,
     glob_in,
+    has_other_links,
     path_targets,
     union_of,
 )
@@ -132,8 +134,10 @@ def explain(policy: Policy, call: ToolCall, *, sandboxed: bool = False,
     outcomes: list[LayerOutcome] = []
     withheld = _allow_withheld(bash) if bash is not None else ""
     resolved = _Resolved(policy, call, bash) if bash is not None and bash.accesses else None
+    facts = _Facts(call)
     for layer in policy.layers:
-        hits, allowed = _layer_hits(layer, call, bash, resolved, held if sandboxed else None)
+        hits, allowed = _layer_hits(layer, call, bash, resolved, held if sandboxed else None,
+                                    facts)
         all_hits.extend(hits)
         outcomes.append(_layer_outcome(layer, hits, allowed and not withheld, bool(withheld)))
     return Explanation(
@@ -174,8 +178,11 @@ def _bash_scan(call: ToolCall) -> Scan | None:
     return scan(command if isinstance(command, str) else "", call.cwd)
 
 
-def _rules_for(layer: Layer, tool: str) -> Iterable[Rule]:
-    yield from layer.by_tool.get(tool, ())
+def _rules_for(layer: Layer, tool: str, named: Iterable[Rule] | None = None
+               ) -> Iterable[Rule]:
+    """The layer's rules for a tool: `named` (those naming it, when some are ruled out
+    already) or all of them, then the tool globs that match it."""
+    yield from layer.by_tool.get(tool, ()) if named is None else named
     for rule in layer.tool_globs:
         if rule.tool_glob is not None and rule.tool_glob.fullmatch(tool):
             yield rule
@@ -188,13 +195,13 @@ def _hit(layer: Layer, rule: Rule, matched: str, decision: DecisionKind | None =
 
 
 def _layer_hits(layer: Layer, call: ToolCall, bash: Scan | None, resolved: _Resolved | None,
-                held: list[Hit] | None) -> tuple[list[Hit], bool]:
+                held: list[Hit] | None, facts: _Facts) -> tuple[list[Hit], bool]:
     """Matching rules of one layer, and whether allow rules cover the whole call. `held`
     (a sandboxed session) collects what is left to the sandbox instead of denied."""
     hits: list[Hit] = []
     tool_allowed = False
-    for rule in _rules_for(layer, call.tool_name):
-        matched = _match_call(rule, call, bash)
+    for rule in _rules_for(layer, call.tool_name, _path_rules_left(layer, call, facts)):
+        matched = _match_call(rule, call, bash, facts)
         if matched is _CANNOT_TELL:
             hits.append(_uncertain(layer, rule, _summary(call), "it has other names (hard "
                                    "links) the gateway could not finish searching"))
@@ -221,6 +228,102 @@ class _Resolved:
         if raw not in self.cache:
             self.cache[raw] = _access_targets(raw, self.bash, self.call.cwd, self.roots)
         return self.cache[raw]
+
+
+class _Facts:
+    """What a file tool's or WebFetch's rules are matched against, worked out once per
+    decision for every rule of every layer (a policy may hold hundreds): where the file lands
+    (symlinks and hard links cost system calls) and the URL's hosts."""
+
+    def __init__(self, call: ToolCall) -> None:
+        self.call = call
+        self.raw_path = _path_input(call)
+        self._written: Targets | None = None
+        self._linked: bool | None = None
+        self._searched: dict[tuple[str, ...], Targets] = {}
+        self._hosts: tuple[str | None, ...] | None = None
+
+    def written(self) -> Targets:
+        """The path as written and with symlinks resolved."""
+        if self._written is None:
+            self._written = path_targets(self.raw_path or "", self.call.cwd)
+        return self._written
+
+    def linked(self) -> bool:
+        """The file has other names (hard links), which are looked for under each rule's
+        roots; most files have none, and then every rule sees the same names."""
+        if self._linked is None:
+            self._linked = has_other_links(self.written().names[-1])
+        return self._linked
+
+    def targets(self, roots: tuple[str, ...]) -> Targets:
+        """`path_targets(raw, cwd, roots)`, computed once per distinct `roots`."""
+        if not roots or not self.linked():
+            return self.written()
+        found = self._searched.get(roots)
+        if found is None:
+            found = self._searched[roots] = path_targets(self.raw_path or "", self.call.cwd,
+                                                         roots)
+        return found
+
+    def hosts(self) -> tuple[str | None, ...]:
+        if self._hosts is None:
+            url = self.call.tool_input.get("url")
+            self._hosts = url_hosts(url) if isinstance(url, str) else (None,)
+        return self._hosts
+
+
+def _path_rules_left(layer: Layer, call: ToolCall, facts: _Facts) -> tuple[Rule, ...] | None:
+    """The layer's rules naming a file tool, less the deny and ask path rules, or the allow
+    path rules, that their union says cannot match the file (in the rules' order); None
+    when the rules are few (each is matched on its own) or the file is hard-linked (each
+    rule searches its own roots for the other names)."""
+    if facts.raw_path is None:
+        return None
+    paths = _tool_paths(layer, call.tool_name)
+    if paths is None or facts.linked():
+        return None
+    names = facts.written().names
+    skip_deny = paths.deny is not None and not paths.deny.matches(names, call.cwd)
+    skip_allow = paths.allow is not None and not paths.allow.matches(names, call.cwd)
+    return paths.left[(skip_deny, skip_allow)]
+
+
+@dataclass(frozen=True)
+class _ToolPaths:
+    deny: PatternUnion | None
+    """The union of the deny and ask path rules (matched anywhere, as they are)."""
+    allow: PatternUnion | None
+    """The union of the allow path rules (matched under their anchor only)."""
+    left: dict[tuple[bool, bool], tuple[Rule, ...]]
+    """The rules naming the tool less the deny and ask (first) or allow (second) path rules."""
+
+
+_TOOL_PATHS: dict[tuple[int, str], tuple[Layer, _ToolPaths | None]] = {}
+
+
+def _tool_paths(layer: Layer, tool: str) -> _ToolPaths | None:
+    """The unions of a layer's path rules for a tool, each when there are at least
+    UNION_FROM such rules (None when neither is); worked out once per layer and tool."""
+    known = _TOOL_PATHS.get((id(layer), tool))
+    if known is not None and known[0] is layer:
+        return known[1]
+    rules = layer.by_tool.get(tool, ())
+    paths = [r for r in rules if isinstance(r.matcher, PathRule)]
+    deny = [_path_pattern(r) for r in paths if r.decision != "allow"]
+    allow = [_path_pattern(r) for r in paths if r.decision == "allow"]
+    found = None
+    if len(deny) >= UNION_FROM or len(allow) >= UNION_FROM:
+        left = {(d, a): tuple(r for r in rules if not (isinstance(r.matcher, PathRule) and (
+                    a if r.decision == "allow" else d)))
+                for d in (False, True) for a in (False, True)}
+        found = _ToolPaths(union_of(deny) if len(deny) >= UNION_FROM else None,
+                           dataclasses.replace(union_of(allow), floating=None)
+                           if len(allow) >= UNION_FROM else None, left)
+    if len(_TOOL_PATHS) >= 256:
+        _TOOL_PATHS.clear()
+    _TOOL_PATHS[(id(layer), tool)] = (layer, found)
+    return found
 
 
 def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
@@ -531,24 +634,25 @@ _CANNOT_TELL = "\0cannot tell"
 """`_match_call`'s answer when a file's other names could not all be searched."""
 
 
-def _match_call(rule: Rule, call: ToolCall, bash: Scan | None) -> str | None:
+def _match_call(rule: Rule, call: ToolCall, bash: Scan | None, facts: _Facts) -> str | None:
     """What the rule matched in the call ('' for the whole call), None, or _CANNOT_TELL."""
     matcher = rule.matcher
     if isinstance(matcher, AnyInput):
         return _summary(call)
     if isinstance(matcher, PathRule):
-        raw = _path_input(call)
-        if raw is None:
+        if facts.raw_path is None:
             return None
         anywhere = rule.decision != "allow"
-        roots = (call.cwd or "/", matcher.pattern.search_root(call.cwd)) if anywhere else ()
-        targets = path_targets(raw, call.cwd, roots)
+        # Other names of a hard-linked file are looked for where a deny or ask rule could see
+        # them (cwd and the rule's own directory); a file with one name needs no roots.
+        linked = anywhere and facts.linked()
+        targets = facts.targets((call.cwd or "/", matcher.pattern.search_root(call.cwd))
+                                if linked else ())
         if matcher.pattern.matches(targets.names, call.cwd, anywhere=anywhere):
             return targets.names[0]
         return None if targets.complete else _CANNOT_TELL
     if isinstance(matcher, DomainRule):
-        url = call.tool_input.get("url")
-        hosts = url_hosts(url) if isinstance(url, str) else (None,)
+        hosts = facts.hosts()
         hits = [host or "" for host in hosts if matcher.pattern.matches(host)]
         every = len(hits) == len(hosts)  # allow needs every reading of the URL to match
         return hits[0] if hits and (every or rule.decision != "allow") else None

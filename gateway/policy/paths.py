@@ -172,6 +172,15 @@ def path_targets(raw: str, cwd: str, link_roots: tuple[str, ...] = ()) -> Target
     return Targets(found + others.names, others.complete)
 
 
+def has_other_links(path: str) -> bool:
+    """Whether `path` is a regular file with more than one name (hard links)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return info.st_nlink >= 2 and stat.S_ISREG(info.st_mode)
+
+
 MAX_LINK_SEARCH = 20_000
 """Directory entries looked at when searching for another name of a hard-linked file."""
 

@@ -33,6 +33,11 @@ def home(tmp_path: Path, make_session: Callable[..., Session]) -> Path:
     return home
 
 
+def _filled(argv: list[str], home: Path) -> list[str]:
+    return [_archive_id(home) if a == "ARCHIVE" else str(home / "audit.jsonl") if a == "AUDIT"
+            else a for a in argv]
+
+
 def _archive_id(home: Path) -> str:
     out = subprocess.run([sys.executable, "-m", "gateway", "archive", "list"],
                          capture_output=True, text=True, check=True, env=os.environ.copy())
@@ -53,6 +58,8 @@ COMMANDS: list[list[str]] = [
     ["policy", "test", "org.yaml"],
     ["policy", "explain", "--policy", "org.yaml", "--input", "input.json"],
     ["policy", "explain", "--policy", "org.yaml", "--tool", "Bash", "--command", "rm -rf x"],
+    ["policy", "replay", "--policy", "org.yaml", "AUDIT"],
+    ["policy", "replay", "--policy", "org.yaml", "--jsonl", "-", "AUDIT"],
     ["settings", "--url", "http://127.0.0.1:8787", "--policy", "org.yaml"],
     ["trace", "show"],
 ]
@@ -60,7 +67,7 @@ COMMANDS: list[list[str]] = [
 
 @pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
 def test_a_closed_reader_ends_quietly(home: Path, tmp_path: Path, argv: list[str]) -> None:
-    argv = [_archive_id(home) if a == "ARCHIVE" else a for a in argv]
+    argv = _filled(argv, home)
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before the first byte
     try:
@@ -96,7 +103,7 @@ def test_output_that_cannot_be_written_is_one_line_and_a_failure(
     home: Path, tmp_path: Path, argv: list[str]
 ) -> None:
     """stdout on a full disk: one line naming the error, a failing exit, no traceback."""
-    argv = [_archive_id(home) if a == "ARCHIVE" else a for a in argv]
+    argv = _filled(argv, home)
     with open("/dev/full", "w") as full:
         proc = subprocess.run([sys.executable, "-m", "gateway", *argv], stdout=full,
                               stderr=subprocess.PIPE, text=True, cwd=tmp_path, timeout=120,
