@@ -137,7 +137,7 @@ def _named_events(settings: dict[str, Any]) -> set[str]:
             for handler in matcher["hooks"]:
                 url = handler.get("url", "")
                 if "/hooks/" in url:
-                    names.add(url.rsplit("/hooks/", 1)[1])
+                    names.add(url.rsplit("/hooks/", 1)[1].split("?", 1)[0])  # ?sandbox=...
     return names
 
 
