@@ -575,3 +575,24 @@ def test_attacks_do_real_harm_and_are_flagged(tmp_path: Path, program: str, flag
                    capture_output=True, check=False, stdin=subprocess.DEVNULL)
     assert not (victim / "precious").exists(), "the attack did not work: the test proves nothing"
     assert flagged(analyse_code(language, source))
+
+
+# -- hostile inputs end in a verdict -------------------------------------------------------------
+HOSTILE = [
+    ("perl", "open(" * 13000), ("javascript", "[" * 60000), ("javascript", "a+" * 30000 + "a"),
+    ("ruby", "(" * 60000), ("php", "array_map(" * 6000), ("lua", "x = " + "'a' .. " * 9000 + "'a'"),
+    ("javascript", "\x00"), ("ruby", "\udcff"), ("perl", "print '\ud800'"),
+]
+
+
+@pytest.mark.parametrize(("language", "source"), HOSTILE, ids=lambda v: str(v)[:20])
+def test_hostile_inputs_get_a_verdict(language: str, source: str) -> None:
+    effects = analyse_code(language, source)
+    assert "internal error" not in effects.unparseable, effects
+    assert not effects.commands and not effects.scripts
+
+
+def test_a_parse_that_takes_too_long_is_unparseable() -> None:
+    """Error recovery on `open(` repeated costs tree-sitter-perl seconds: the parse is cut."""
+    effects = analyse_code("perl", "open(" * 13000)
+    assert effects.unparseable

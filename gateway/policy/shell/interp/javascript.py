@@ -28,7 +28,6 @@ from gateway.policy.shell.interp.treewalk import (
     is_field,
     named_children,
     text,
-    up,
 )
 from gateway.policy.shell.interp.values import UNKNOWN, Value, concat, static
 
@@ -114,7 +113,7 @@ class _Js(TreeAnalysis):
         self.candidates.append((left, right))
 
     def binding(self, node: Node) -> None:
-        parent = node.parent
+        parent = self.parent(node)
         if parent is None:
             return
         kind = parent.type
@@ -285,7 +284,7 @@ class _Js(TreeAnalysis):
         ref = self.aliases.get(name) or self.global_ref(name)
         if ref is None:
             return
-        parent = node.parent
+        parent = self.parent(node)
         if parent is None or (node.type == "identifier" and _binds(parent, node)):
             return
         self.use(node, ref)
@@ -296,7 +295,7 @@ class _Js(TreeAnalysis):
         if ref.kind == "fail":
             self.fail(ref.name)
             return
-        parent, child = up(node, _PARENS)
+        parent, child = self.up(node, _PARENS)
         if parent is None:
             return
         kind = parent.type
@@ -354,7 +353,7 @@ class _Js(TreeAnalysis):
 
     def env_member(self, node: Node, prop: str) -> None:
         """process.env.NAME: read, or set for the commands the code starts."""
-        parent, child = up(node, _PARENS)
+        parent, child = self.up(node, _PARENS)
         if parent is not None and parent.type == "assignment_expression" and is_field(
                 parent, "left", child):
             right = field(parent, "right")
@@ -371,7 +370,8 @@ class _Js(TreeAnalysis):
     def env_value(self, parent: Node, child: Node) -> None:
         kind = parent.type
         if kind in ("pair", "spread_element") or (kind == "arguments" and (
-                parent.parent is None or self.ref_of_callee(parent.parent) != "Object.assign")):
+                (call := self.parent(parent)) is None
+                or self.ref_of_callee(call) != "Object.assign")):
             return
         self.out.env_changed("changes the environment through process.env")
 
@@ -504,7 +504,7 @@ class _Js(TreeAnalysis):
         if not args:
             return
         path = self.value(args[0])
-        parent, child = up(node, _PARENS)
+        parent, child = self.up(node, _PARENS)
         prop = self.property(parent) if parent is not None and parent.type in (
             "member_expression", "subscript_expression") and is_field(
             parent, "object", child) else None
@@ -532,7 +532,7 @@ class _Js(TreeAnalysis):
             return
         options = spawn.options
         if member not in t.SYNC_SPAWNS and options.stdin is None and spawn.stdio not in (
-                "inherit", "ignore") and not _result_unused(node):
+                "inherit", "ignore") and not self.result_unused(node):
             options.stdin = UNKNOWN  # the code holds the child and may write to its stdin
         if op == "fork":
             self.out.command([("node",), *argv], member, options)
@@ -543,6 +543,11 @@ class _Js(TreeAnalysis):
             self.out.script(concat(*words), member, options)
         else:
             self.out.command(argv, member, options)
+
+    def result_unused(self, call: Node) -> bool:
+        """The call is a statement of its own: nothing can reach the child it starts."""
+        parent, _ = self.up(call, _PARENS | {"await_expression"})
+        return parent is not None and parent.type == "expression_statement"
 
     def spawn_options(self, node: Node | None, member: str) -> _Spawn | None:
         spawn = _Spawn(Options())
@@ -715,10 +720,6 @@ class _Spawn:
     """What the child's stdin is: inherit, ignore, pipe ('' when not said: a pipe)."""
 
 
-def _result_unused(call: Node) -> bool:
-    """The call is a statement of its own: nothing can reach the child it starts."""
-    parent, _ = up(call, _PARENS | {"await_expression"})
-    return parent is not None and parent.type == "expression_statement"
 
 
 def _name(node: Node) -> str:

@@ -23,7 +23,6 @@ from gateway.policy.shell.interp.treewalk import (
     is_field,
     named_children,
     text,
-    up,
 )
 from gateway.policy.shell.interp.values import UNKNOWN, Value, concat, static
 
@@ -103,7 +102,7 @@ class _Lua(TreeAnalysis):
         name = text(node)
         if name not in _GLOBALS and name not in _CODE and name != "require":
             return
-        parent = node.parent
+        parent = self.parent(node)
         if parent is None or not _is_reference(parent, node):
             return
         if name in _CODE:
@@ -114,7 +113,7 @@ class _Lua(TreeAnalysis):
             self.library(name, node)
 
     def library(self, name: str, node: Node) -> None:
-        parent, child = up(node, _PARENS)
+        parent, child = self.up(node, _PARENS)
         member = self.member(parent, child)
         if member is None or parent is None:
             self.fail(f"uses {name} as a value")
@@ -126,7 +125,7 @@ class _Lua(TreeAnalysis):
         if op is None:
             self.fail(f"uses {name}.{member}, which this analysis does not model")
             return
-        call, callee = up(parent, _PARENS)
+        call, callee = self.up(parent, _PARENS)
         if call is None or call.type != "function_call" or not is_field(call, "name", callee):
             self.fail(f"uses {name}.{member} as a value")
             return
@@ -171,7 +170,7 @@ class _Lua(TreeAnalysis):
             self.out.read(values[0])
 
     def require(self, node: Node) -> None:
-        call, callee = up(node, _PARENS)
+        call, callee = self.up(node, _PARENS)
         if call is None or call.type != "function_call" or not is_field(call, "name", callee):
             self.fail("uses require as a value")
             return

@@ -8,10 +8,11 @@ not known, so it is never taken for a program that does nothing.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from functools import cache
 
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Language, Node, Parser, Point
 
 _GRAMMARS = {
     "javascript": ("tree_sitter_javascript", "language"),
@@ -21,6 +22,10 @@ _GRAMMARS = {
     "lua": ("tree_sitter_lua", "language"),
 }
 PARSED = frozenset(_GRAMMARS)
+PARSE_BUDGET = 0.5
+"""Seconds a parse may take. The parsers are linear on ordinary code, but error recovery on
+text built for it can take seconds (tree-sitter-perl on 64 KiB of `open(`): past this the
+program is unparseable, well inside the decision's time budget."""
 
 
 @cache
@@ -45,8 +50,27 @@ def _capsule(pointer: int) -> object:
 
 def parse(language: str, source: str) -> Node | str:
     """The root of the tree, or why the text is not a valid program in `language`."""
-    data = source.encode("utf-8", "surrogateescape")
-    root = parser(language).parse(data).root_node
+    try:
+        data = source.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return f"{language} program is not valid text (a lone surrogate)"
+    deadline = time.monotonic() + PARSE_BUDGET
+
+    def read(offset: int, _: Point) -> bytes:
+        return data[offset: offset + 65536]
+
+    def cancel(_: int, __: bool) -> bool:
+        return time.monotonic() > deadline
+
+    try:
+        tree = parser(language).parse(read, progress_callback=cancel)
+    except ValueError:  # the parse was cancelled
+        tree = None
+    if tree is None or time.monotonic() > deadline:
+        return f"{language} program takes too long to parse"
+    # A tree parsed from a callback reads its text back through it: parsed again from the
+    # bytes, reusing every node (no edits), it holds them, and Node.text is a plain slice.
+    root = parser(language).parse(data, old_tree=tree).root_node
     if root.has_error:
         return f"not valid {language}: {_error_at(root)}"
     return root

@@ -74,12 +74,12 @@ class _Perl(TreeAnalysis):
         name = text(node)
         if name == "$_" or name.startswith("${"):
             return
-        parent = node.parent
+        parent = self.parent(node)
         if parent is None:
             return
         kind = parent.type
         if kind == "variable_declaration":
-            holder = parent.parent
+            holder = self.parent(parent)
             if holder is not None and holder.type == "assignment_expression" and _is_plain(
                     holder) and field(holder, "left") == parent and (
                     field(parent, "variable") == node):
@@ -103,7 +103,7 @@ class _Perl(TreeAnalysis):
         self.bound(name)
 
     def passed_by_value(self, parent: Node) -> bool:
-        call = parent.parent if parent.type == "list_expression" else parent
+        call = self.parent(parent) if parent.type == "list_expression" else parent
         if call is None or call.type not in _CALLS:
             return False
         return _function_name(call) in t.BY_VALUE
@@ -128,7 +128,7 @@ class _Perl(TreeAnalysis):
 
     def bare_function(self, node: Node) -> None:
         """`unlink;` and `print for ...`: a builtin with no arguments works on $_."""
-        parent = node.parent
+        parent = self.parent(node)
         if parent is None or parent.type in _CALLS or parent.type in (
                 "refgen_expression", "goto_expression"):
             return
@@ -432,12 +432,12 @@ class _Perl(TreeAnalysis):
             self.fail("reaches the symbol table")
 
     def array_variable(self, node: Node) -> None:
-        parent = node.parent
+        parent = self.parent(node)
         if text(node) == "@ARGV" and parent is not None and parent.type in _CALLS and (
                 _function_name(parent) in ("push", "unshift", "splice")):
             self.argv_changed = True
         elif text(node) == "@ARGV" and parent is not None and parent.type == "list_expression":
-            call = parent.parent
+            call = self.parent(parent)
             if call is not None and call.type in _CALLS and _function_name(call) in (
                     "push", "unshift", "splice") and named_children(parent)[0] == node:
                 self.argv_changed = True

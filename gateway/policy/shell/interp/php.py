@@ -81,7 +81,7 @@ class _Php(TreeAnalysis):
         name = _var(node)
         if name == "GLOBALS":
             self.unreliable = True
-        parent = node.parent
+        parent = self.parent(node)
         if parent is None:
             return
         kind = parent.type
@@ -96,8 +96,8 @@ class _Php(TreeAnalysis):
         self.bound(name)
 
     def by_value(self, argument: Node) -> bool:
-        args = argument.parent
-        call = args.parent if args is not None else None
+        args = self.parent(argument)
+        call = self.parent(args) if args is not None else None
         if args is None or call is None or call.type != "function_call_expression":
             return False
         function = field(call, "function")

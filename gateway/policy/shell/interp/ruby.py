@@ -67,7 +67,7 @@ class _Ruby(TreeAnalysis):
             self.bound(text(left), right)
 
     def binding(self, node: Node) -> None:
-        parent = node.parent
+        parent = self.parent(node)
         if parent is None:
             return
         kind = parent.type
@@ -447,7 +447,7 @@ class _Ruby(TreeAnalysis):
 
     def constant(self, node: Node) -> None:
         """A sensitive class or module must be the receiver of a call it can read."""
-        parent = node.parent
+        parent = self.parent(node)
         if parent is None:
             return
         entity: Node = node
@@ -455,16 +455,17 @@ class _Ruby(TreeAnalysis):
             if is_field(parent, "name", node):
                 return  # judged with its scope: Net::HTTP
             entity = parent
-            while entity.parent is not None and entity.parent.type == "scope_resolution" and (
-                    is_field(entity.parent, "scope", entity)):
-                entity = entity.parent
+            outer = self.parent(entity)
+            while outer is not None and outer.type == "scope_resolution" and is_field(
+                    outer, "scope", entity):
+                entity, outer = outer, self.parent(outer)
         name = (_constant_name(entity) or text(node)).removeprefix("::")
         if name in t.FAIL_CONSTANTS:
             self.fail(f"uses {name}: it {t.FAIL_CONSTANTS[name]}")
             return
         if not _sensitive_constant(name):
             return
-        holder = entity.parent
+        holder = self.parent(entity)
         if holder is None:
             return
         if holder.type == "call" and is_field(holder, "receiver", entity):
@@ -483,7 +484,7 @@ class _Ruby(TreeAnalysis):
         self.fail(f"uses {name} as a value")
 
     def include_argument(self, args: Node) -> bool:
-        call = args.parent
+        call = self.parent(args)
         method = field(call, "method") if call is not None and call.type == "call" else None
         return method is not None and text(method) in ("include", "extend", "prepend", "require")
 
@@ -494,7 +495,7 @@ class _Ruby(TreeAnalysis):
             self.fail(f"passes {text(inner[0])} as a block")
 
     def symbol(self, node: Node) -> None:
-        parent = node.parent
+        parent = self.parent(node)
         if parent is not None and parent.type == "call" and is_field(parent, "receiver", node):
             method = field(parent, "method")
             if method is not None and text(method) == "to_proc" and text(node)[1:] in (

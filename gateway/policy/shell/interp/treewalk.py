@@ -12,13 +12,13 @@ the whole program binds it once.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from tree_sitter import Node
 
 from gateway.policy.shell.interp.collect import Collector
 from gateway.policy.shell.interp.effects import CodeEffects
-from gateway.policy.shell.interp.parsing import parse, text, walk
+from gateway.policy.shell.interp.parsing import parse, text
 from gateway.policy.shell.interp.values import UNKNOWN, Value, concat
 
 MAX_DEPTH = 48
@@ -42,6 +42,7 @@ class TreeAnalysis:
         self.binds: dict[str, Handler] = {}
         self.checks: dict[str, Handler] = {}
         self.cap = max(4 * len(source), 4096)
+        self.parents: dict[int, Node] = {}
 
     # -- the run -------------------------------------------------------------------------------
     def analyse(self) -> CodeEffects:
@@ -50,7 +51,7 @@ class TreeAnalysis:
             return CodeEffects(unparseable=root)
         pending: list[tuple[Handler, Node]] = []
         binds, checks = self.binds, self.checks
-        for node in walk(root):
+        for node in self.walk(root):
             kind = node.type
             bind = binds.get(kind)
             if bind is not None:
@@ -65,6 +66,39 @@ class TreeAnalysis:
                 break
         self.finish()
         return self.out.effects()
+
+    def walk(self, root: Node) -> Iterator[Node]:
+        """Every node, parents first, recording each one's parent: `Node.parent` searches
+        down from the root, so asking it for every node costs time quadratic in the tree."""
+        parents = self.parents
+        stack: list[Node] = []
+        cursor = root.walk()
+        while True:
+            node = cursor.node
+            if node is not None:
+                if stack:
+                    parents[node.id] = stack[-1]
+                yield node
+                if cursor.goto_first_child():
+                    stack.append(node)
+                    continue
+            while not cursor.goto_next_sibling():
+                if not cursor.goto_parent():
+                    return
+                stack.pop()
+
+    def parent(self, node: Node) -> Node | None:
+        return self.parents.get(node.id)
+
+    def up(self, node: Node, transparent: frozenset[str]) -> tuple[Node | None, Node]:
+        """The first ancestor that is not a `transparent` wrapper (parentheses), and its
+        child on the way (the node itself, or the outermost wrapper)."""
+        child = node
+        parent = self.parent(node)
+        while parent is not None and parent.type in transparent:
+            child = parent
+            parent = self.parent(parent)
+        return parent, child
 
     def prepare(self) -> None:
         """Between the walk and the checks, once every binding is known."""
@@ -134,15 +168,4 @@ def is_field(parent: Node, name: str, child: Node) -> bool:
     return found is not None and found.id == child.id
 
 
-def up(node: Node, transparent: frozenset[str]) -> tuple[Node | None, Node]:
-    """The first ancestor that is not a `transparent` wrapper (parentheses), and its child on
-    the way (the node itself, or the outermost wrapper)."""
-    child = node
-    parent = node.parent
-    while parent is not None and parent.type in transparent:
-        child = parent
-        parent = parent.parent
-    return parent, child
-
-
-__all__ = ["MAX_DEPTH", "TreeAnalysis", "field", "is_field", "named_children", "text", "up"]
+__all__ = ["MAX_DEPTH", "TreeAnalysis", "field", "is_field", "named_children", "text"]
