@@ -18,9 +18,10 @@ Two pure functions over plain values:
         What a program does: argv of the processes it starts (`commands`, analysed like simple
         commands, wrappers and shells included), shell strings it runs (`scripts`, Bash source
         to scan), files it reads and writes, and `unparseable` with the reason when it cannot be
-        known. Python is parsed with `ast`; perl, ruby, javascript (node, deno, bun), php, lua,
-        applescript (osascript, JXA), r and julia are searched for constructs; `bash` (from
-        `bun exec`) comes back as one script; any other language's code is unparseable.
+        known. Python is parsed with `ast`; javascript (node, deno, bun), ruby, perl, php and
+        lua with tree-sitter; applescript (osascript, JXA), r and julia are searched for
+        constructs; `bash` (from `bun exec`) comes back as one script; any other language's
+        code is unparseable.
 
 Every command and script inherits the interpreter's stdin unless the code feeds it, in which
 case it comes back as a script with a here-string (`sh <<< 'text'`, or `"$py_value"` for text
