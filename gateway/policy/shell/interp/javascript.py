@@ -398,8 +398,8 @@ class _Js(TreeAnalysis):
             return
         if kind == "timer":
             first = args[0] if args else None
-            if first is not None and first.type in _STRINGS:
-                self.fail(f"{ref.name} with code in a string")
+            if first is not None and not self.callable(first):
+                self.fail(f"{ref.name} with code that may be a string")
             return
         if kind == "network":
             self.out.network(self.address(args), ref.name)
@@ -413,6 +413,17 @@ class _Js(TreeAnalysis):
             self.fail(f"{ref.describe()} with arguments unpacked at run time")
             return
         self.function(node, ref, args)
+
+    def callable(self, node: Node) -> bool:
+        """A function, or a name not bound to a string: browsers, deno and bun run a string
+        given to setTimeout as code."""
+        if node.type in ("arrow_function", "function_expression", "function"):
+            return True
+        if node.type != "identifier":
+            return False
+        bound = self.assigned(_name(node))
+        return bound is None or bound.type in ("arrow_function", "function_expression",
+                                               "function")
 
     def require(self, node: Node, args: list[Node] | None) -> None:
         module = static(self.value(args[0])) if args else None

@@ -46,8 +46,9 @@ FS: dict[str, Op] = {
     "fstatSync": "harmless", "ftruncate": "harmless", "ftruncateSync": "harmless",
     "readv": "harmless", "readvSync": "harmless", "writev": "harmless",
     "writevSync": "harmless", "F_OK": "value", "R_OK": "value", "W_OK": "value",
-    "X_OK": "value", "Dirent": "value", "Stats": "value", "ReadStream": "value",
-    "WriteStream": "value", "realpathSync": "harmless",
+    "X_OK": "value", "Dirent": "value", "Stats": "value", "ReadStream": c.READ,
+    "WriteStream": c.WRITE, "FileReadStream": c.READ, "FileWriteStream": c.WRITE,
+    "realpathSync": "harmless",
 }
 FS_PROMISES: dict[str, Op] = {**_FS_SHARED}
 FS_EXTRA: dict[str, Op] = {
@@ -63,7 +64,8 @@ FS_EXTRA: dict[str, Op] = {
 }
 CHILD_PROCESS: dict[str, Op] = {
     "exec": "exec", "execSync": "exec", "execFile": "execFile", "execFileSync": "execFile",
-    "spawn": "spawn", "spawnSync": "spawn", "fork": "fork", "ChildProcess": "value",
+    "spawn": "spawn", "spawnSync": "spawn", "fork": "fork",
+    "ChildProcess": "fail:starts processes through ChildProcess#spawn",
 }
 SYNC_SPAWNS = frozenset({"execSync", "execFileSync", "spawnSync"})
 """The calls that return only when the child has ended: the code cannot write to its stdin
@@ -73,7 +75,7 @@ PROCESS: dict[str, Op] = {
     **{name: "value" for name in (
         "argv", "argv0", "env", "exitCode", "platform", "arch", "version", "versions", "pid",
         "ppid", "title", "release", "config", "features", "stdout", "stderr", "stdin",
-        "execPath", "execArgv", "allowedNodeEnvironmentFlags", "debugPort", "report",
+        "execPath", "execArgv", "allowedNodeEnvironmentFlags", "debugPort",
         "permission", "sourceMapsEnabled", "throwDeprecation", "noDeprecation",
         "traceDeprecation", "connected")},
     **{name: "harmless" for name in (
@@ -87,6 +89,7 @@ PROCESS: dict[str, Op] = {
     "binding": "fail:reaches the runtime's internals",
     "_linkedBinding": "fail:reaches the runtime's internals", "dlopen": "fail:loads native code",
     "mainModule": "fail:reaches the main module's require",
+    "report": "fail:writes diagnostic reports to files",
     "execve": "fail:replaces itself with another program",
     "setuid": "harmless", "setgid": "harmless", "seteuid": "harmless", "setegid": "harmless",
     "setgroups": "harmless", "initgroups": "harmless", "_getActiveHandles": "harmless",

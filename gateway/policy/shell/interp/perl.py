@@ -244,7 +244,7 @@ class _Perl(TreeAnalysis):
         if not args:
             return
         handle = args[0]
-        if text(handle) in ("STDIN", "*STDIN", "\\*STDIN"):
+        if re.search(r"\bSTDIN\b", text(handle)):
             self.out.plumbing = "reopens its stdin"
         if len(args) == 1:
             self.fail("uses the one-argument open")
@@ -396,6 +396,8 @@ class _Perl(TreeAnalysis):
             left.named_child_count) else left
         if target.type == "glob":
             self.fail("assigns to the symbol table")
+        elif target.type == "scalar" and text(target) == "$^I":
+            self.fail("edits the files <> reads in place ($^I)")
         elif target.type == "hash_element_expression":
             self.hash_assignment(target, right)
         elif target.type in ("array", "variable_declaration") and "@ARGV" in text(target):

@@ -57,7 +57,7 @@ SENSITIVE_MODULES = {
     "Sub::Util": "names subs at run time", "Class::Inspector": "", "AnyEvent::Util":
     "runs commands", "Mojo::IOLoop::Subprocess": "runs commands", "Parallel::ForkManager": "",
     "Win32": "runs commands", "Data::Dumper": "", "Storable": "loads objects",
-    "YAML": "loads objects", "CGI": "",
+    "YAML": "loads objects", "CGI": "", "re": "lets regexes built at run time run code",
 }
 """Modules (and namespaces: IPC covers IPC::Run, IPC::Open3) that make the program
 unparseable when used or loaded ('' entries are harmless)."""

@@ -237,9 +237,11 @@ class _Php(TreeAnalysis):
         values = []
         for arg in args[: max(spec.paths, default=0) + 1]:
             path = self.path(self.value(arg), name)
-            if path is None:
+            if self.out.problem:
                 return
-            values.append(path)
+            if path is None and len(spec.paths) == 1:
+                return  # php://stdin, data:, or a URL (reported as network access)
+            values.append(UNKNOWN if path is None else path)  # copy("https://...", "f")
         if values:
             self.out.file_op(spec, values)
 

@@ -57,6 +57,7 @@ class _Ruby(TreeAnalysis):
         self.binds = {"assignment": self.assignment, "identifier": self.binding,
                       "binary": self.captures, "call": self.include}
         self.checks = {"call": self.call, "subshell": self.subshell, "constant": self.constant,
+                       "heredoc_beginning": self.heredoc,
                        "block_argument": self.block_argument, "alias": self.alias,
                        "assignment": self.env_assignment, "simple_symbol": self.symbol}
 
@@ -115,6 +116,8 @@ class _Ruby(TreeAnalysis):
             return
         method = text(method_node)
         args = self.args(node) or []
+        if method_node.type == "operator" and method == "`":
+            method = "`"
         where = self.receiver(receiver)
         if method in ("send", "__send__", "public_send"):
             name = static(self.value(args[0])) if args else None
@@ -125,7 +128,20 @@ class _Ruby(TreeAnalysis):
             if method in ("send", "__send__", "public_send"):
                 self.fail(f"{method} through send")
                 return
+            if method in t.KERNEL and where not in t.CLASSES:  # send reaches private Kernel
+                where = ""
+        if method == "reopen" and args:
+            self.reopen(where, args)
+            return
         self.dispatch(node, where, method, args)
+
+    def reopen(self, where: str, args: list[Node]) -> None:
+        """`$stdout.reopen("f")` opens f; reopening stdin changes what started programs read."""
+        if where == "STDIN":
+            self.out.plumbing = "reopens its stdin"
+        if args[0].type in _STRINGS:
+            mode = static(self.value(args[1])) if len(args) > 1 else None
+            self.out.opened(self.value(args[0]), mode)
 
     def receiver(self, node: Node | None) -> str:
         """'' for self (no receiver, `self`), a constant's name, 'pathname', or 'object'."""
@@ -165,8 +181,6 @@ class _Ruby(TreeAnalysis):
                 self.apply(node, method, op, args)
             return
         if where == "STDIN":
-            if method == "reopen":
-                self.out.plumbing = "reopens its stdin"
             return
         if where == "pathname":
             self.pathname(node, method, args)
@@ -444,6 +458,10 @@ class _Ruby(TreeAnalysis):
     # -- other checks ------------------------------------------------------------------------
     def subshell(self, node: Node) -> None:
         self.out.script(self.interpolated(node.named_children, 0), "backticks")
+
+    def heredoc(self, node: Node) -> None:
+        if "`" in text(node):
+            self.fail("runs a command in a heredoc (<<`CMD`)")
 
     def constant(self, node: Node) -> None:
         """A sensitive class or module must be the receiver of a call it can read."""

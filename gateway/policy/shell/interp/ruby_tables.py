@@ -56,7 +56,7 @@ ANY_RECEIVER = frozenset({
     "safe_constantize", "instance_variable_get", "instance_variable_set",
     "class_variable_get", "class_variable_set", "alias_method", "remove_method",
     "undef_method", "local_variable_set", "binding", "irb", "pry", "popen", "load",
-    "require",
+    "require", "trap",
 })
 """Methods that matter on whatever object they are called (`obj.send(...)`, `o.instance_eval
 "..."`); on an object this analysis cannot identify they are read as Kernel's."""
