@@ -615,3 +615,11 @@ def test_a_parse_that_takes_too_long_is_unparseable() -> None:
     """Error recovery on `open(` repeated costs tree-sitter-perl seconds: the parse is cut."""
     effects = analyse_code("perl", "open(" * 13000)
     assert effects.unparseable
+
+
+def test_a_cut_parse_does_not_leak_into_the_next_program() -> None:
+    """tree-sitter resumes a cancelled parse on the next call unless the parser is reset: the
+    second program of one command would be read as the rest of the first."""
+    assert analyse_code("perl", "open(" * 13000).unparseable
+    effects = analyse_code("perl", 'unlink "victim";')
+    assert texts(effects) == ["rm -- victim"], effects

@@ -62,15 +62,17 @@ def parse(language: str, source: str) -> Node | str:
     def cancel(_: int, __: bool) -> bool:
         return time.monotonic() > deadline
 
+    engine = parser(language)
+    engine.reset()  # a cancelled parse would otherwise resume, on this text, where it stopped
     try:
-        tree = parser(language).parse(read, progress_callback=cancel)
+        tree = engine.parse(read, progress_callback=cancel)
     except ValueError:  # the parse was cancelled
         tree = None
     if tree is None or time.monotonic() > deadline:
         return f"{language} program takes too long to parse"
     # A tree parsed from a callback reads its text back through it: parsed again from the
     # bytes, reusing every node (no edits), it holds them, and Node.text is a plain slice.
-    root = parser(language).parse(data, old_tree=tree).root_node
+    root = engine.parse(data, old_tree=tree).root_node
     if root.has_error:
         return f"not valid {language}: {_error_at(root)}"
     return root
