@@ -56,8 +56,10 @@ def parse(language: str, source: str) -> Node | str:
         return f"{language} program is not valid text (a lone surrogate)"
     deadline = time.monotonic() + PARSE_BUDGET
 
-    def read(offset: int, _: Point) -> bytes:
-        return data[offset: offset + 65536]
+    view = memoryview(data)  # some grammars read again at every token: slices must not copy
+
+    def read(offset: int, _: Point) -> memoryview:
+        return view[offset: offset + 65536]
 
     def cancel(_: int, __: bool) -> bool:
         return time.monotonic() > deadline
