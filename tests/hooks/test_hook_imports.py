@@ -29,12 +29,18 @@ NEVER = [
     "pydantic", "yaml", "gateway.policy.loader",
     # the standard library's slow imports a decision does not use
     "logging", "configparser", "tempfile", "importlib.resources", "tree_sitter_bash", "shlex",
+    # the interpreter grammars' packages: only their compiled binding, and only when needed
+    "tree_sitter_javascript", "tree_sitter_ruby", "tree_sitter_perl", "tree_sitter_php",
+    "tree_sitter_lua",
     # the arguments settings files write are read without building a parser
     "argparse",
 ]
 ON_DEMAND = [
     "gateway.policy.shell.interp.invocation", "gateway.policy.shell.interp.effects",
     "gateway.policy.shell.awk", "gateway.policy.shell.sed", "gateway.policy.shell.gitcmd",
+    "gateway.policy.shell.interp.parsing", "gateway.policy.shell.interp.javascript",
+    "gateway.policy.shell.interp.ruby", "gateway.policy.shell.interp.perl",
+    "gateway.policy.shell.interp.php", "gateway.policy.shell.interp.lua",
 ]
 
 
@@ -81,6 +87,12 @@ def test_a_cached_decision_loads_only_what_it_needs(tmp_path: Path) -> None:
     ("awk 'BEGIN { system(\"rm -rf /\") }'", "gateway.policy.shell.awk"),
     ("sed -n '1e rm -rf /' notes.txt", "gateway.policy.shell.sed"),
     ("git -c alias.p='push --force' p", "gateway.policy.shell.gitcmd"),
+    ("node -e \"require('child_process').execSync('rm -rf /')\"",
+     "gateway.policy.shell.interp.javascript"),
+    ("ruby -e 'system(\"rm -rf /\")'", "gateway.policy.shell.interp.ruby"),
+    ("perl -e 'system(\"rm -rf /\")'", "gateway.policy.shell.interp.perl"),
+    ("php -r 'system(\"rm -rf /\");'", "gateway.policy.shell.interp.php"),
+    ("lua -e 'os.execute(\"rm -rf /\")'", "gateway.policy.shell.interp.lua"),
 ])
 def test_an_analyser_loads_when_a_command_needs_it(tmp_path: Path, command: str,
                                                    needs: str) -> None:
@@ -88,3 +100,10 @@ def test_an_analyser_loads_when_a_command_needs_it(tmp_path: Path, command: str,
     output, modules = _hook(tmp_path, command)
     assert needs in modules
     assert _decision(output) == "deny", output
+    # A grammar is its compiled binding alone: the package's __init__ (highlight queries
+    # through importlib.resources) does not run, and no other language's grammar loads.
+    grammars = {m for m in modules if m.startswith("tree_sitter_") and m != "tree_sitter_bash"
+                and not m.startswith("tree_sitter_bash.")}
+    assert all(m.endswith("._binding") for m in grammars), grammars
+    assert len(grammars) <= 1, grammars
+    assert "importlib.resources" not in modules

@@ -135,26 +135,27 @@ def test_argv_forms_are_flagged(argv: str, runner: str, wrapper: str) -> None:
 
 # -- the other languages: a dangerous statement among benign ones stays flagged -----------------
 _OTHER = {
-    "perl": (["my $x = 1;", 'print "a\\n";', "# note", "$h{a} = 2;", "my @l = (1, 2);",
+    "perl": (["my $x = 1;", 'print "a\\n";', "# note\n", "$h{a} = 2;", "my @l = (1, 2);",
               "print join(',', @l);", "if ($x) { print 1 }"],
              ['unlink "victim";', 'system("rm -rf victim");', "`rm -rf victim`;",
               'system("rm", "-rf", "victim");', "qx{rm -rf victim};", 'eval "unlink q(victim)";',
               '&{"sys" . "tem"}("rm -rf victim");', 'open(F, "|rm -rf victim");']),
-    "ruby": (["x = 1", "puts 'a'", "# note", "h = {a: 1}", "[1, 2].each { |v| puts v }"],
+    "ruby": (["x = 1;", "puts 'a';", "# note\n", "h = {a: 1};", "[1, 2].each { |v| puts v };"],
              ['File.delete("victim")', 'system("rm -rf victim")', "`rm -rf victim`",
               'Kernel.send(:system, "rm -rf victim")', 'FileUtils.rm_rf("victim")',
               '%x(rm -rf victim)', 'IO.popen("rm -rf victim")']),
-    "javascript": (["let x = 1;", "console.log('a');", "// note", "const o = {a: 1};",
+    "javascript": (["let x = 1;", "console.log('a');", "// note\n", "const o = {a: 1};",
                     "[1, 2].forEach(v => console.log(v));"],
                    ['require("fs").unlinkSync("victim");',
                     'require("child_process").execSync("rm -rf victim");',
-                    'eval("1");', 'require("child" + "_process");',
+                    'eval("1");', 'require("child" + "_process").execSync("rm -rf victim");',
                     'const f = require("fs"); f["unlink" + "Sync"]("victim");',
                     'require("fs").rmSync("victim", {recursive: true});']),
-    "php": (["$x = 1;", "echo 'a';", "// note", "$a = [1, 2];", "foreach ($a as $v) { echo $v; }"],
+    "php": (["$x = 1;", "echo 'a';", "// note\n", "$a = [1, 2];",
+             "foreach ($a as $v) { echo $v; }"],
             ['unlink("victim");', 'system("rm -rf victim");', '$f = "system"; $f("x");',
              "`rm -rf victim`;", 'shell_exec("rm -rf victim");', "eval('1;');"]),
-    "lua": (["local x = 1", "print('a')", "-- note", "local t = {1, 2}",
+    "lua": (["local x = 1", "print('a')", "-- note\n", "local t = {1, 2}",
              "for i = 1, 2 do print(i) end"],
             ['os.remove("victim")', 'os.execute("rm -rf victim")', 'io.popen("rm -rf victim")',
              "load('x = 1')()", 'local o = os; o.remove("victim")']),
@@ -232,4 +233,7 @@ def test_repetitive_text_is_bounded_in_output() -> None:
     doubled = "import os\nc = 'rm -rf victim ' * 2\n" + "os.system(c)\n" * 2000
     assert analyse_code("python", doubled).unparseable
     many = "system('ls');" * 1000
-    assert "more processes" in analyse_code("perl", many).unparseable
+    effects = analyse_code("perl", many)
+    assert effects.scripts == ("ls",) * 1000 and not effects.unparseable
+    doubled = "my $c = 'rm -rf victim ' x 2;\n" + "system($c);\n" * 2000
+    assert analyse_code("perl", doubled).unparseable

@@ -404,7 +404,8 @@ class _Walker:
         from gateway.policy.shell.interp.invocation import inline_code
 
         inline = inline_code(name, words[1:])
-        index = self.record(words, via, inline is not None, appended=appended)
+        index = self.record(words, via, inline is not None, appended=appended,
+                            code=_code_words(words, inline.source if inline else None))
         if inline is None:
             return  # runs no program of its own (--version, -m pip, a package script)
         self.fail(inline.unparseable)
@@ -750,7 +751,9 @@ class _Walker:
                 self.visit(child, via, depth, feed)
 
     def record(self, words: Sequence[Word], via: tuple[str, ...], runs_other: bool, *,
-               appended: bool = False, opaque: bool = False) -> int:
+               appended: bool = False, opaque: bool = False,
+               code: frozenset[int] = frozenset()) -> int:
+        """`code`: positions of words that are program text (`-e CODE`), never files."""
         name = normalize_name(words[0].text)
         text = " ".join(w.text for w in words)
         venv = programs.venv_created(name, [w.text for w in words[1:]])
@@ -758,7 +761,7 @@ class _Walker:
             self.venvs[len(self.commands)] = resolve(venv, self.cwd)
         self.commands.append(SimpleCommand(name, text, via, runs_other, tuple(words),
                                            opaque=opaque, appended=appended))
-        self.file_uses(name, words, text)
+        self.file_uses(name, [w for i, w in enumerate(words) if i not in code], text)
         return len(self.commands) - 1
 
     def file_uses(self, name: str, words: Sequence[Word], text: str) -> None:
@@ -1111,6 +1114,23 @@ class _Walker:
 
 _DIGIT = re.compile(r"\d")
 _REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+def _code_words(words: Sequence[Word], source: str | None) -> frozenset[int]:
+    """Positions of the words that gave an interpreter its program text (`-e CODE`, `-rCODE`,
+    `--eval=CODE`): the analysis reads them as code, and `[1]` in them is no glob."""
+    if not source:
+        return frozenset()
+    joined = f"\n{source}\n"
+    found = set()
+    for index, word in enumerate(words[1:], start=1):
+        text = word.text
+        if not text or word.dynamic:
+            continue
+        tails = (text[2:], text.partition("=")[2]) if text.startswith("-") else ()
+        if any(f"\n{piece}\n" in joined for piece in (text, *tails) if piece):
+            found.add(index)
+    return frozenset(found)
+
+
 _SCRIPT_RUNNERS = frozenset({*SHELLS, *FOREIGN_SHELLS, "source", ".", "eval", "trap"})
 SUB_WRAPPER_PROGRAMS = frozenset(program for program, _ in SUB_WRAPPERS)
 RUNNERS = frozenset({

@@ -18,9 +18,10 @@ Two pure functions over plain values:
         What a program does: argv of the processes it starts (`commands`, analysed like simple
         commands, wrappers and shells included), shell strings it runs (`scripts`, Bash source
         to scan), files it reads and writes, and `unparseable` with the reason when it cannot be
-        known. Python is parsed with `ast`; perl, ruby, javascript (node, deno, bun), php, lua,
-        applescript (osascript, JXA), r and julia are searched for constructs; `bash` (from
-        `bun exec`) comes back as one script; any other language's code is unparseable.
+        known. Python is parsed with `ast`; javascript (node, deno, bun), ruby, perl, php and
+        lua with tree-sitter; applescript (osascript, JXA), r and julia are searched for
+        constructs; `bash` (from `bun exec`) comes back as one script; any other language's
+        code is unparseable.
 
 Every command and script inherits the interpreter's stdin unless the code feeds it, in which
 case it comes back as a script with a here-string (`sh <<< 'text'`, or `"$py_value"` for text
@@ -46,28 +47,35 @@ MAX_SOURCE = 256 * 1024
 MAX_PYTHON_SOURCE = 64 * 1024
 """Python programs larger than this are unparseable: building the tree of dense code costs
 about 1.5 ms per KiB here, and a decision has to stay within its time budget."""
+MAX_PARSED_SOURCE = 64 * 1024
+"""Likewise for the languages parsed with tree-sitter (javascript, ruby, perl, php, lua)."""
+_PARSED = {"javascript": "javascript", "ruby": "ruby", "perl": "perl", "php": "php", "lua": "lua"}
 
 
 def analyse_code(language: str, source: str) -> CodeEffects:
     """What `source`, a program in `language` (an INTERPRETERS value), does. Never raises."""
     from gateway.policy.shell.interp.effects import CodeEffects
 
-    limit = MAX_PYTHON_SOURCE if language in ("python", "python2") else MAX_SOURCE
+    limit = (MAX_PYTHON_SOURCE if language in ("python", "python2") else
+             MAX_PARSED_SOURCE if language in _PARSED else MAX_SOURCE)
     if len(source) > limit:
         return CodeEffects(unparseable=f"{language} program longer than {limit // 1024} KiB "
                                        "is not analysed")
     # Imported on first use: most commands run no interpreter, and the hook starts cold.
-    from gateway.policy.shell.interp.keyword_tables import TABLES
-    from gateway.policy.shell.interp.keywords import analyse_keywords
-    from gateway.policy.shell.interp.python import analyse_python
-
     enabled = gc.isenabled()
     gc.disable()  # collections would rescan every node of a large tree, again and again
     try:
         if language in ("python", "python2"):
+            from gateway.policy.shell.interp.python import analyse_python
+
             return analyse_python(source, python2=language == "python2")
         if language == "bash":
             return CodeEffects(scripts=(source,))
+        if language in _PARSED:
+            return _analyse_parsed(language, source)
+        from gateway.policy.shell.interp.keyword_tables import TABLES
+        from gateway.policy.shell.interp.keywords import analyse_keywords
+
         table = TABLES.get(language)
         if table is None:
             return CodeEffects(unparseable=f"{language} code is not analysed")
@@ -79,6 +87,28 @@ def analyse_code(language: str, source: str) -> CodeEffects:
     finally:
         if enabled:
             gc.enable()
+
+
+def _analyse_parsed(language: str, source: str) -> CodeEffects:
+    if language == "lua":
+        from gateway.policy.shell.interp.lua import analyse_lua
+
+        return analyse_lua(source)
+    if language == "javascript":
+        from gateway.policy.shell.interp.javascript import analyse_javascript
+
+        return analyse_javascript(source)
+    if language == "ruby":
+        from gateway.policy.shell.interp.ruby import analyse_ruby
+
+        return analyse_ruby(source)
+    if language == "php":
+        from gateway.policy.shell.interp.php import analyse_php
+
+        return analyse_php(source)
+    from gateway.policy.shell.interp.perl import analyse_perl
+
+    return analyse_perl(source)
 
 
 def __getattr__(name: str) -> object:

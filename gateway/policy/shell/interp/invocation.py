@@ -148,7 +148,7 @@ def _perl(language: str, args: Sequence[Word]) -> InlineCode | None:
                 name_ = re.split(r"[=\s]", module.lstrip("-"), maxsplit=1)[0]
                 name_ = f"Devel::{name_}" if name == "-d" else name_
                 loads.append(Word(name_))
-                pieces.append(Word(f"use {name_};"))  # so the search sees IPC::Run and kin
+                pieces.append(Word(f"use {name_};"))  # so the analysis sees IPC::Run and kin
             else:  # perl inserts `use TEXT;` before the program: the text is code
                 pieces.append(Word(f"use {module};", dynamic=value.dynamic))
         elif name == "-F" and text:

@@ -1,18 +1,16 @@
-"""Languages without a parser here: their programs are searched for constructs, as data.
+"""Languages without a parser here (AppleScript/JXA, R, Julia): their programs are searched
+for constructs, as data.
 
 A program that contains a construct which starts processes, evaluates or loads code by a
-computed name, or deletes files is unparseable (the reason names the construct). Calls that
-write, read or reach the network become writes, reads and `curl` commands, with the path when
-it is a plain literal. Where a spawning call's only arguments are plain literals (no
-interpolation, no concatenation, no escapes) it becomes a script or an argv instead.
-Searches run over the text and over a copy with escapes decoded and adjacent literals joined,
-so `"\\u0065val"` and `'sys' . 'tem'` are seen; each pattern is one regex pass at most.
+computed name, or deletes files is unparseable (the reason names the construct); any mention
+is enough, in a string or a comment too. Calls that write, read or reach the network become
+writes, reads and `curl` commands, with the path when it is a plain literal. Each pattern is
+one regex pass at most.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gateway.policy.shell.interp.effects import CodeEffects
@@ -35,34 +33,19 @@ class Table:
     unparseable: tuple[tuple[str, Rx], ...]
     """(what it is, regex or alternatives) for constructs that make the program unparseable.
     The patterns must not use numbered groups."""
-    spawns: Rx = ()
-    """Regex of calls that run a shell string: with plain literal arguments only they become a
-    script (one) or an argv (several, when `argv`); any other use is unparseable."""
-    argv: bool = False
-    spawn_guard: str = ""
-    """When set, the spawn names only matter if this matches (JS: child_process)."""
-    literal_spawns: str = ""
-    """When set, only spawn names matching this may become scripts (JS: execSync, whose
-    child has no stdin the code could write to)."""
-    mentions: str = ""
-    """What may follow a spawn name that is not a call and harmless (JS: `{ execSync }`)."""
     writes: Rx = ()
     reads: Rx = ()
     network: Rx = ()
     opens: tuple[tuple[str, int, int], ...] = ()
     """(regex, path argument index, mode argument index) of calls whose mode decides, with
     fopen-style modes (r, w, a, x, c, +)."""
-    open_mode: Callable[[str], str] = lambda mode: mode
     chdir: str = ""
     flags: int = 0
-    normalize: Callable[[str], str] = lambda text: text
-    checks: tuple[Callable[[str], str], ...] = ()
-    """Further language checks: each returns why the program is unparseable, or ''."""
     compiled: dict[str, Patterns] = field(default_factory=dict, compare=False)
 
     def patterns(self, key: str) -> Patterns:
-        """Compiled once: 'unparseable', 'writes', 'reads', 'network', 'spawns',
-        'spawn_guard', or 'opensN' for the Nth entry of `opens`."""
+        """Compiled once: 'unparseable', 'writes', 'reads', 'network', or 'opensN' for the
+        Nth entry of `opens`."""
         if key not in self.compiled:
             if key == "unparseable":
                 entries: tuple[tuple[str, Rx], ...] = self.unparseable
@@ -75,94 +58,32 @@ class Table:
 
 
 def analyse_keywords(table: Table, source: str) -> CodeEffects:
-    decoded = table.normalize(source)
-    texts = (source,) if decoded == source else (source, decoded)
-    ids = table.patterns("unparseable").identifiers("\n".join(texts))
-    problem = _constructs(table, texts, ids)
-    for check in table.checks:
-        problem = problem or check(source) or (check(decoded) if decoded != source else "")
-    scripts: list[str] = []
-    commands: list[tuple[Word, ...]] = []
-    problem = problem or _spawns(table, texts, ids, scripts, commands)
+    ids = table.patterns("unparseable").identifiers(source)
+    problem = _constructs(table, source, ids)
     writes = _words(table, "writes", source, ids)
     reads = _words(table, "reads", source, ids)
     for index, (_, path_at, mode_at) in enumerate(table.opens):
         more = _opens(table, table.patterns(f"opens{index}"), source, ids, (path_at, mode_at),
                       reads, writes)
         problem = problem or more
-    commands.extend((Word("curl"), word) for word in _words(table, "network", source, ids))
+    commands = [(Word("curl"), word) for word in _words(table, "network", source, ids)]
     if table.chdir and re.search(table.chdir, source, table.flags):
         reads = [_uncertain(w) for w in reads]
         writes = [_uncertain(w) for w in writes]
-    return CodeEffects(tuple(commands), tuple(scripts), tuple(reads), tuple(writes), problem)
+    return CodeEffects(tuple(commands), (), tuple(reads), tuple(writes), problem)
 
 
-def _constructs(table: Table, texts: tuple[str, ...], ids: frozenset[str]) -> str:
-    patterns = table.patterns("unparseable")
-    for text in texts:
-        found = patterns.search(text, ids)
-        if found is not None:
-            what, match = found
-            return f"{table.language} code {what}: {_snippet(match)}"
-    return ""
+def _constructs(table: Table, source: str, ids: frozenset[str]) -> str:
+    found = table.patterns("unparseable").search(source, ids)
+    if found is None:
+        return ""
+    what, match = found
+    return f"{table.language} code {what}: {_snippet(match)}"
 
 
 def _snippet(match: re.Match[str]) -> str:
     text = match.group(0).strip()
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _spawns(table: Table, texts: tuple[str, ...], ids: frozenset[str], scripts: list[str],
-            commands: list[tuple[Word, ...]]) -> str:
-    if not table.spawns:
-        return ""
-    guard = table.patterns("spawn_guard") if table.spawn_guard else None
-    if guard is not None and not any(guard.search(t, ids) for t in texts):
-        return ""
-    pattern = table.patterns("spawns")
-    source = texts[0]
-    matches = list(pattern.finditer(source, ids))
-    hidden = [len(list(pattern.finditer(text, ids))) for text in texts[1:]]
-    if any(count > len(matches) for count in hidden):
-        return f"{table.language} code spells a process call with escapes or joined strings"
-    if len(matches) > MAX_CALLS:
-        return f"{table.language} code starts more processes than this analysis follows"
-    literal = re.compile(table.literal_spawns, table.flags) if table.literal_spawns else None
-    mentions = re.compile(table.mentions) if table.mentions else None
-    for match in matches:
-        name = match.group(0).strip()
-        if mentions is not None and mentions.match(source, match.end()):
-            continue
-        if literal is not None and not literal.fullmatch(name):
-            return f"{table.language} code runs a process with {name}"
-        values = _spawn_values(source, match.end())
-        if values is None:
-            return f"{table.language} code {name} with arguments computed at run time"
-        if len(values) == 1:
-            scripts.append(values[0])
-        elif table.argv:
-            commands.append(tuple(Word(v) for v in values))
-        else:
-            return f"{table.language} code {name} with several arguments"
-    return ""
-
-
-_BARE_ARGS = re.compile(r"[ \t]+((?:" + LITERAL + r")(?:\s*,\s*(?:" + LITERAL + r"))*)"
-                        r"\s*(?=$|[;\n)}]|\b(?:or|and|if|unless)\b|\|\||&&)")
-
-
-def _spawn_values(source: str, at: int) -> list[str] | None:
-    """The literal arguments of `name(...)` or `name 'a', 'b'`; None when any is not one."""
-    args = call_args(source, at)
-    if args is None:
-        bare = _BARE_ARGS.match(source, at)
-        if bare is None:
-            return None
-        args = call_args(f"({bare.group(1)})", 0)
-    values = [_literal_value(a) for a in args or []]
-    if not values or any(v is None for v in values):
-        return None
-    return [v for v in values if v is not None]
 
 
 def _literal_value(text: str) -> str | None:
@@ -216,7 +137,7 @@ def _opens(table: Table, pattern: Patterns, source: str, ids: frozenset[str],
         path = _literal_value(args[path_at]) if len(args) > path_at else None
         word = Word(path) if path is not None else Word("{?}", dynamic=True, lead_dynamic=True)
         given = _literal_value(args[mode_at]) if len(args) > mode_at else ("r" if args else None)
-        mode = None if given is None else table.open_mode(given)
+        mode = given
         writing = mode is None or bool(set(mode) & set("wax+c"))
         if mode is None or "r" in mode or "+" in mode or not writing:
             reads.append(word)

@@ -8,16 +8,21 @@ once to such values, os.path.join and pathlib joins. Everything else is unknown.
 from __future__ import annotations
 
 import ast
-import shlex
 
 from gateway.policy.shell.interp import python_tables as t
 from gateway.policy.shell.interp.python_names import Program
-from gateway.policy.shell.words import Word
+from gateway.policy.shell.interp.values import (
+    PLACEHOLDER,
+    UNKNOWN,
+    Part,
+    Value,
+    concat,
+    join,
+    static,
+    to_bash,
+    to_word,
+)
 
-Part = str | None
-Value = tuple[Part, ...]
-UNKNOWN: Value = (None,)
-PLACEHOLDER = "{?}"
 MAX_DEPTH = 48
 
 _SAME_VALUE = frozenset({
@@ -26,53 +31,6 @@ _SAME_VALUE = frozenset({
 })
 _SAME_METHODS = frozenset({"expanduser", "resolve", "absolute", "as_posix", "encode", "decode"})
 _JOINS = frozenset({"os.path.join"})
-
-
-def concat(*values: Value) -> Value:
-    parts: list[Part] = []
-    for value in values:
-        for part in value:
-            if part is None:
-                if not parts or parts[-1] is not None:
-                    parts.append(None)
-            elif parts and parts[-1] is not None:
-                parts[-1] += part
-            elif part:
-                parts.append(part)
-    return tuple(parts)
-
-
-def static(value: Value) -> str | None:
-    """The text when every part is known."""
-    if any(part is None for part in value):
-        return None
-    return "".join(value)  # type: ignore[arg-type]
-
-
-def to_word(value: Value) -> Word:
-    text = "".join(PLACEHOLDER if part is None else part for part in value)
-    dynamic = any(part is None for part in value)
-    return Word(text, dynamic=dynamic, lead_dynamic=bool(value) and value[0] is None)
-
-
-def to_bash(value: Value) -> str:
-    """The value as one Bash word: unknown parts become an expansion, so Bash sees them too."""
-    if not value:
-        return "''"
-    return "".join('"$py_value"' if part is None else shlex.quote(part) for part in value)
-
-
-def join(*values: Value) -> Value:
-    result: Value = ()
-    for value in values:
-        first = value[0] if value else ""
-        if (first is not None and first.startswith("/")) or not result:
-            result = value
-        else:
-            last = result[-1]
-            sep: Value = () if last is not None and last.endswith("/") else ("/",)
-            result = concat(result, sep, value)
-    return result
 
 
 class Evaluator:
@@ -184,3 +142,7 @@ class Evaluator:
             return None
         return [UNKNOWN if type(e) is ast.Starred else self.value(e)
                 for e in node.elts]  # type: ignore[attr-defined]
+
+
+__all__ = ["PLACEHOLDER", "UNKNOWN", "Evaluator", "Part", "Value", "concat", "join", "static",
+           "to_bash", "to_word"]
