@@ -93,11 +93,15 @@ async def _execute(
     options, answers = prepare_gateway(
         request.prompt, request.options, request.policy_paths, attachments, err, account
     )
-    sandbox = run_sandbox(answers.engine.policy, {**os.environ, **options.env})
+    sandbox = run_sandbox(answers.engine.policy, {**os.environ, **options.env},
+                          options.cwd or "")
     if sandbox.unavailable:
         print(f"agent-gateway run: the policy requires Claude Code's OS sandbox (sandbox: "
               f"required), which cannot start here: {sandbox.unavailable}; Bash calls are "
               "denied until it can", file=err)
+    if sandbox.unrelaxed:
+        print(f"agent-gateway run: the OS sandbox is on, but the hook decides Bash as without "
+              f"it: {sandbox.unrelaxed}", file=err)
     answers.sandbox, answers.sandbox_unavailable = sandbox.fingerprint, sandbox.unavailable
 
     def tap(message: StreamMessage) -> None:
