@@ -111,10 +111,16 @@ def _site_packages() -> Path:
 def make_project(sandbox: Sandbox, *, required: bool = True) -> Project:
     cwd, home, gw = sandbox.cwd, sandbox.home, sandbox.gateway_home
     markers = ("MARKER-ENV-5d1c9e", "MARKER-SUBENV-0b7f42", "MARKER-SSH-a93e11",
-               "MARKER-CACHEKEY-77c2d0")
+               "MARKER-CACHEKEY-77c2d0", "MARKER-DEEPENV-3e8a51", "MARKER-MODULEENV-c40d97")
     (cwd / ".env").write_text(f"TOKEN={markers[0]}\n")
     (cwd / "sub").mkdir()
     (cwd / "sub" / ".env").write_text(f"TOKEN={markers[1]}\n")
+    # deeper than Claude Code's own search for dangerous files, and where searches skip
+    (cwd / "a/b/c/d/e/f/g").mkdir(parents=True)
+    (cwd / "a/b/c/d/e/f/g/.env").write_text(f"TOKEN={markers[4]}\n")
+    (cwd / "node_modules/pkg").mkdir(parents=True)
+    (cwd / "node_modules/pkg/.env").write_text(f"TOKEN={markers[5]}\n")
+    (cwd / ".gitignore").write_text("node_modules/\n")
     (home / ".ssh").mkdir()
     (home / ".ssh" / "id_test").write_text(f"{markers[2]}\n")
     # The cache key authenticates compiled-policy cache entries: any 32 bytes or more.
@@ -148,7 +154,8 @@ def make_project(sandbox: Sandbox, *, required: bool = True) -> Project:
     # a lower policy file kept in the project, where the agent may write
     (cwd / "policies").mkdir()
     (cwd / "policies" / "team.yaml").write_text(TEAM)
-    guarded = [cwd / ".env", cwd / "sub" / ".env", cwd / "data" / "notes-copy.txt",
+    guarded = [cwd / ".env", cwd / "sub" / ".env", cwd / "a/b/c/d/e/f/g/.env",
+               cwd / "node_modules/pkg/.env", cwd / "data" / "notes-copy.txt",
                home / ".ssh" / "id_test", gw / "cache.key", cwd / ".github/workflows/ci.yml",
                home / ".bashrc", home / ".claude" / "settings.json", policy, cwd / "keep/a.txt",
                cwd / "policies" / "team.yaml"]
@@ -167,6 +174,8 @@ def read_attempts(p: Project) -> list[Attempt]:
         a("cat $(echo .e)nv", "sandbox"),
         a("cat \"$(printf '%s' .env)\"", "sandbox"),
         a("cat $(echo sub)/.env", "sandbox"),
+        a("cat $(echo a/b/c/d/e/f/g/.e)nv", "sandbox"),
+        a("cat $(echo node_modules/pkg/.e)nv", "sandbox"),
         a("awk 1 $(echo .e)nv", "sandbox"),
         a(f"k=$(echo {gw}/cache.key); od -c \"$k\"", "sandbox"),
         a("base64 $(find . -name notes-copy.txt)", "sandbox"),
@@ -187,7 +196,7 @@ def read_attempts(p: Project) -> list[Attempt]:
         # links
         a("cat env-link", "hook"),
         a("ln -s .env l && cat l", "any"),
-        a("cat data/notes-copy.txt", "hook"),  # only the hook's hard-link search knows
+        a("cat data/notes-copy.txt", "hook"),  # the hook finds its other name, .env
         a("cat data/*", "hook"),
         a("ln .env h && cat h", "any"),
         # interpreters and programs that read files their own way
