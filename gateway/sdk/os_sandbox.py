@@ -11,6 +11,7 @@ what is missing and how to install it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ from typing import Any
 
 from gateway.policy.compiled import Policy
 from gateway.policy.sandbox import compile_sandbox
+from gateway.sdk.hard_links import linked_names
 
 PROBE_TIMEOUT_S = 5.0
 
@@ -35,10 +37,15 @@ class RunSandbox:
     """The policy's sandbox fingerprint when its sandbox is on ('' otherwise)."""
     unavailable: str = ""
     """Why the sandbox the policy requires cannot start here ('' when it can)."""
+    unrelaxed: str = ""
+    """Why the hook decides as without a sandbox although it is on ('' it need not)."""
 
 
-def run_sandbox(policy: Policy | None, env: Mapping[str, str]) -> RunSandbox:
-    """The sandbox for a run of `policy` whose Claude Code gets environment `env`."""
+def run_sandbox(policy: Policy | None, env: Mapping[str, str], cwd: str = "") -> RunSandbox:
+    """The sandbox for a run of `policy` whose Claude Code gets environment `env` and starts
+    in `cwd` (default: this process's). Hard links to denied files found there are masked
+    too; where they cannot all be found, the sandbox still runs but the hook leaves nothing
+    to it (a computed path could name an unmasked link)."""
     if policy is None or policy.sandbox != "required":
         return RunSandbox({})
     missing = unavailable(env)
@@ -49,7 +56,11 @@ def run_sandbox(policy: Policy | None, env: Mapping[str, str]) -> RunSandbox:
     own_home = os.path.expanduser("~")
     home = own_home if env.get("HOME", own_home) == own_home else ""
     config = compile_sandbox(policy.layers, home)
-    return RunSandbox(config.settings(), policy.sandbox_fingerprint)
+    links = linked_names(policy, os.path.abspath(cwd or os.getcwd()))
+    if links.incomplete:
+        return RunSandbox(config.settings(), unrelaxed=links.incomplete)
+    masked = dataclasses.replace(config, deny_read=(*config.deny_read, *links.names))
+    return RunSandbox(masked.settings(), policy.sandbox_fingerprint)
 
 
 def unavailable(env: Mapping[str, str]) -> str:

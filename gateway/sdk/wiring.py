@@ -92,15 +92,18 @@ def with_os_sandbox(options: AnyOptions, answers: HookAnswers, err: TextIO) -> A
     from gateway.sdk.claude_cli import load_settings, merge_settings
     from gateway.sdk.os_sandbox import run_sandbox
 
-    sandbox = run_sandbox(answers.engine.policy, {**os.environ, **options.env})
+    cwd = str(options.cwd) if options.cwd is not None else None
+    sandbox = run_sandbox(answers.engine.policy, {**os.environ, **options.env}, cwd or "")
     answers.sandbox, answers.sandbox_unavailable = sandbox.fingerprint, sandbox.unavailable
     if sandbox.unavailable:
         err.write(f"agent-gateway: the policy requires Claude Code's OS sandbox (sandbox: "
                   f"required), which cannot start here: {sandbox.unavailable}; Bash calls are "
                   "denied until it can\n")
+    if sandbox.unrelaxed:
+        err.write(f"agent-gateway: the OS sandbox is on, but the hook decides Bash as without "
+                  f"it: {sandbox.unrelaxed}\n")
     if not sandbox.settings:
         return options
-    cwd = str(options.cwd) if options.cwd is not None else None
     merged = merge_settings(load_settings(options.settings, cwd), sandbox.settings)
     return dataclasses.replace(options, settings=json.dumps(merged))
 
