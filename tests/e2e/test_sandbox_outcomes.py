@@ -179,8 +179,10 @@ def read_attempts(p: Project) -> list[Attempt]:
         a("awk 1 $(echo .e)nv", "sandbox"),
         a(f"k=$(echo {gw}/cache.key); od -c \"$k\"", "sandbox"),
         a("base64 $(find . -name notes-copy.txt)", "sandbox"),
-        a("node -e \"console.log(require('fs').readFileSync('.e'+'nv','utf8'))\""
-          if shutil.which("node") else "cat $(echo sub/.e)nv", "sandbox"),
+        # the JavaScript analyser folds '.e'+'nv' to a path it can prove
+        a("node -e \"console.log(require('fs').readFileSync('.e'+'nv','utf8'))\"", "hook")
+        if shutil.which("node") else a("cat $(echo sub/.e)nv", "sandbox"),
+        a("tac $(echo .e)nv", "sandbox"),
         a("x=.e; x+=nv; cat \"$x\"", "any"),
         a("eval \"cat .e\"\"nv\"", "any"),
         a("cd ~/.ssh && cat id_test", "any"),
