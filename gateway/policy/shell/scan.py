@@ -34,6 +34,7 @@ from gateway.policy.shell.interp.programs import INTERPRETERS, OPAQUE_LANGUAGES,
 from gateway.policy.shell.lexer import lex
 from gateway.policy.shell.producers import literal_output
 from gateway.policy.shell.special import SPECIAL_PROGRAMS, SpecialRun, special_program
+from gateway.policy.shell.variables import Variables
 from gateway.policy.shell.words import Word, word_value
 from gateway.policy.shell.wrappers import (
     EVALS,
@@ -214,8 +215,8 @@ def scan(command: str, cwd: str = "", *, files: Files = DISK,
         if collecting:
             gc.enable()
     return Scan(tuple(walker.commands), walker.problem, tuple(walker.flows), refused,
-                tuple(walker.accesses), tuple(dict.fromkeys(walker.cwds)), walker.cwd_unknown,
-                walker.unsafe_for_allow)
+                tuple(walker.expanded_accesses()), tuple(dict.fromkeys(walker.cwds)),
+                walker.cwd_unknown, walker.unsafe_for_allow)
 
 
 @dataclass
@@ -232,9 +233,10 @@ class _Walker:
     ticks: int = 0
     nesting: int = 0
     accesses: list[Access] = field(default_factory=list)
-    literals: dict[str, str] = field(default_factory=dict)
-    """Variables this command sets to one literal value (for paths that use them)."""
-    dynamic_names: set[str] = field(default_factory=set)
+    variables: Variables = field(default_factory=Variables)
+    """Values the command binds to names (for paths that use them)."""
+    top: int = -1
+    """The node id of the command's own top level (bindings there run unconditionally)."""
     cwds: list[str] = field(default_factory=list)
     cwd_unknown: bool = False
     unsafe_for_allow: str = ""
@@ -242,28 +244,38 @@ class _Walker:
     def access(self, mode: Literal["read", "write"], path: Word, command: str,
                possible: bool = False) -> None:
         if (path.text or path.dynamic) and path.text != "-":
-            self.accesses.append(Access(mode, self.expanded(path), command[:200], possible))
+            self.variables.used(path)
+            self.accesses.append(Access(mode, path, command[:200], possible))
 
-    def expanded(self, word: Word) -> Word:
-        """$NAME and ${NAME} in a path, from a literal set in this command or else from the
-        environment the command inherits (`cat "$AGENT_GATEWAY_AUDIT_KEY_FILE"`)."""
-        if not word.dynamic or word.text.count("$") > 8:
-            return word
-        pieces = _REFERENCE.split(word.text)
-        if any(c in "".join(pieces[::2]) for c in "$`") or len(pieces) < 3:
-            return word  # other expansions (substitutions, ${x:-y}) stay unknown
-        values: list[str] = []
-        for k, piece in enumerate(pieces):
-            if k % 2 == 0:
-                values.append(piece)
+    def expanded_accesses(self) -> list[Access]:
+        """Each access with the values its `$NAME`s may hold, known once the whole command
+        has been walked (a later binding may run first, in a loop); from the environment
+        the command inherits where a use may come first (`cat "$AGENT_GATEWAY_AUDIT_KEY_FILE"`)."""
+        for name in self.hazards.referenced:
+            self.variables.unknown(name)  # arithmetic may assign it: (( f = 1 )), let
+        cwds = None if self.cwd_unknown else dict.fromkeys(self.cwds)
+        out: list[Access] = []
+        for access in self.accesses:
+            if not access.path.dynamic:
+                out.append(access)
                 continue
-            value = self.literals.get(piece)
-            if value is None and piece not in self.hazards.values:
-                value = self.files.environment(piece)
-            if value is None:
-                return word
-            values.append(value)
-        return Word("".join(values), globby=word.globby)
+            for path in self.variables.alternatives(access.path, self.files.environment, cwds):
+                out.append(access if path is access.path else _replace_access(access, path=path))
+        return out
+
+    def bind(self, name: str, value: Word, node: Node | None = None, depth: int = 1) -> None:
+        """A value bound to a shell variable (unknown when dynamic)."""
+        self.variables.bind(name, value, node is not None and depth == 0 and self.top_level(node))
+
+    def top_level(self, node: Node) -> bool:
+        """Runs unconditionally in the command's own shell: no list, loop, branch, function,
+        subshell or substitution between it and the top."""
+        parent = node.parent
+        while parent is not None and parent.id != self.top:
+            if parent.type not in ("declaration_command", "variable_assignments"):
+                return False
+            parent = parent.parent
+        return parent is not None
 
     def fail(self, why: str) -> None:
         if why and not self.problem:
@@ -281,6 +293,8 @@ class _Walker:
             return
         joined, bodies = lex(source)
         root = _parse(joined)
+        if depth == 0 and self.top < 0:
+            self.top = root.id
         if root.has_error:
             self.fail("the command does not parse as Bash")
         elif bodies and _heredoc_texts(root) != [_tabless(b) for b in bodies]:
@@ -415,8 +429,10 @@ class _Walker:
             self.assignment(node, via, depth)
             self.children(node, via, depth, feed)
         elif kind == "for_statement":
-            self.for_loop(node)
+            bound = self.for_loop(node)
             self.children(node, via, depth, feed)
+            if bound and not (depth == 0 and self.top_level(node)):
+                self.variables.dominated.discard(bound)  # the loop itself may not run
         else:
             if kind in ("arithmetic_expansion", "c_style_for_statement", "subscript") or (
                     kind == "compound_statement" and node.child_count
@@ -426,6 +442,9 @@ class _Walker:
                 self.hazards.test_operands(node)
             elif kind == "expansion":
                 self.hazards.expansion(node)
+                assigned = _ASSIGNING.match(_text(node))
+                if assigned:  # ${f:=x}, ${f=x} bind f
+                    self.variables.unknown(assigned.group(1))
             self.children(node, via, depth, feed)
 
     def children(self, node: Node, via: tuple[str, ...], depth: int, feed: Feed) -> None:
@@ -593,6 +612,15 @@ class _Walker:
                 value = word_value(child)
                 args.append((value.text, value.dynamic))
         self.hazards.name_arguments(keyword, args)
+        references = _nameref([t for t, _ in args])
+        for child in node.named_children:
+            if child.type != "variable_assignment":
+                value = word_value(child)
+                if not value.text.startswith("-"):  # `local f`: a new, empty variable
+                    self.bind(value.text, Word(""))
+            elif references:  # declare -n f=g: $f is g's value
+                name_node = child.child_by_field_name("name")
+                self.variables.unknown(_text(name_node) if name_node is not None else "")
         if any(t.startswith("-") and "i" in t[1:] for t, _ in args if not t.startswith("--")):
             # declare -i: every later assignment to these names is evaluated arithmetically
             self.hazards.referenced.update(t.split("=", 1)[0] for t, _ in args
@@ -613,20 +641,33 @@ class _Walker:
             self.hazards.name_arguments("assignment", [(_text(name_node), False)])
             name = _text(name_node).split("[", 1)[0]
         self.hazards.assign(name, value.text, value.dynamic)
-        if value.dynamic:
-            self.literals.pop(name, None)
-            self.dynamic_names.add(name)
-        elif name not in self.dynamic_names:
-            self.literals[name] = value.text
+        appends = any(c.type == "+=" for c in node.children)
+        if appends or (value_node is not None and value_node.type == "array") or (
+                name_node is not None and name_node.type == "subscript"):
+            self.variables.unknown(name)  # f+=x, arrays: not one literal value
+        else:
+            self.bind(name, value, node, depth)
         self.unsafe_for_allow = self.unsafe_for_allow or self.environment(name, value, via, depth)
 
-    def for_loop(self, node: Node) -> None:
+    def for_loop(self, node: Node) -> str:
+        """Binds the loop variable to each value; returns its name when the body's uses see
+        only those values (and it was not bound unconditionally before)."""
         variable = node.child_by_field_name("variable")
         if variable is None:
-            return
+            return ""
         values = [word_value(c) for c in node.children_by_field_name("value")]
         dynamic = any(v.dynamic or v.globby for v in values)
         self.hazards.assign(_text(variable), " ".join(v.text for v in values), dynamic)
+        if not values:
+            self.variables.unknown(_text(variable))  # `for f; do`: the positional parameters
+        name = _text(variable)
+        for value in values:
+            self.bind(name, value)
+        if values and not any(v.dynamic for v in values) and (
+                name not in self.variables.dominated):
+            self.variables.dominated.add(name)
+            return name
+        return ""
 
     def environment(self, name: str, value: Word, via: tuple[str, ...], depth: int) -> str:
         """NAME=value that makes programs run code: analysed, or unparseable. Returns why
@@ -666,6 +707,7 @@ class _Walker:
                 name = _text(name_node) if name_node is not None else ""
                 value = word_value(value_node) if value_node is not None else Word("")
                 assignments.append((name, value))
+                self.bind(name, value)  # the command's own environment (eval, source, f())
                 loads = self.environment(name, value, via, depth) or loads
                 if value_node is not None:
                     others.append(value_node)
@@ -1008,12 +1050,24 @@ class _Walker:
             if name in ("read", "mapfile", "readarray", "printf", "getopts"):
                 for variable, _ in names:
                     self.hazards.assign(variable.split("[", 1)[0], "", True)
+                    self.variables.unknown(variable.split("[", 1)[0])
+            elif name == "unset":
+                for variable, _ in names:
+                    self.bind(variable, Word(""))
             if any(t.startswith("-") and "i" in t[1:] for t in texts if not t.startswith("--")
                    ) and name in ("declare", "typeset", "local", "export", "readonly"):
                 self.hazards.referenced.update(v.split("[", 1)[0] for v, _ in names)
         if name in ("export", "declare", "typeset", "local", "readonly"):
+            references = _nameref(texts)
             for word in args:
                 key, eq, setting = word.text.partition("=")
+                base = key.split("[", 1)[0].rstrip("+")
+                if word.text.startswith("-"):
+                    pass
+                elif references or key != base or setting.startswith("("):
+                    self.variables.unknown(base)  # a name reference, f+=x, an array
+                else:
+                    self.bind(key, Word(setting, dynamic=word.dynamic) if eq else Word(""))
                 if eq and not word.text.startswith("-"):
                     self.hazards.assign(key, setting, word.dynamic)
                     self.unsafe_for_allow = self.unsafe_for_allow or self.environment(
@@ -1056,7 +1110,12 @@ class _Walker:
 
 
 _DIGIT = re.compile(r"\d")
-_REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+_ASSIGNING = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?=")
+
+
+def _nameref(texts: Sequence[str]) -> bool:
+    """declare -n / local -n: the names refer to other variables."""
+    return any(t.startswith("-") and not t.startswith("--") and "n" in t[1:] for t in texts)
 _SCRIPT_RUNNERS = frozenset({*SHELLS, *FOREIGN_SHELLS, "source", ".", "eval", "trap"})
 SUB_WRAPPER_PROGRAMS = frozenset(program for program, _ in SUB_WRAPPERS)
 RUNNERS = frozenset({
@@ -1159,10 +1218,10 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def _replace_access(access: Access) -> Access:
+def _replace_access(access: Access, **changes: object) -> Access:
     from dataclasses import replace
 
-    return replace(access, possible=True)
+    return replace(access, **(changes or {"possible": True}))  # type: ignore[arg-type]
 
 
 def _replace(command: SimpleCommand, **changes: object) -> SimpleCommand:

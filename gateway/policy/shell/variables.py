@@ -1,0 +1,112 @@
+"""The values a `$NAME` in a path may hold: every value the command binds to NAME anywhere,
+and the inherited one where a use may come before any binding.
+
+The scan is flow-insensitive on purpose: a loop runs its body again after a later binding
+(`f=a; for i in 1 2; do cat $f; f=.env; done` reads .env), a branch may or may not bind
+(`if ...; then f=.env; else f=a; fi`), a function body runs where it is called. So a path is
+checked with each value the name may hold; only a binding that runs unconditionally at the
+top level before every use keeps the inherited value out. Names bash sets itself (`$_`,
+`PWD` after a `cd`, `REPLY`, ...) never come from the hook's environment.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from gateway.policy.shell.words import Word
+
+MAX_ALTERNATIVES = 16
+"""Values one path is checked with; more, and the path is computed at run time."""
+_REFERENCE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_GLOB = frozenset("*?[")
+_FIELD_SEPARATORS = re.compile(r"[ \t\n]+")
+BASH_MANAGED = frozenset({
+    "_", "PWD", "OLDPWD", "REPLY", "RANDOM", "SRANDOM", "SECONDS", "LINENO", "BASHPID",
+    "BASH_REMATCH", "PIPESTATUS", "EPOCHSECONDS", "EPOCHREALTIME", "OPTARG", "OPTIND",
+    "DIRSTACK", "COLUMNS", "LINES", "HISTCMD", "FUNCNAME", "BASH_SOURCE", "BASH_LINENO",
+    "BASH_ARGV", "BASH_ARGC", "BASH_COMMAND", "BASH_SUBSHELL", "SHLVL", "PPID", "GROUPS",
+    "COPROC", "BASH_ARGV0", "MAPFILE",
+})
+"""Variables bash itself sets while the command runs: the hook's value is not theirs."""
+
+
+@dataclass
+class Variables:
+    bound: dict[str, list[Word]] = field(default_factory=dict)
+    """Every value bound to a name anywhere in the command (a dynamic Word: unknown)."""
+    dominated: set[str] = field(default_factory=set)
+    """Names bound unconditionally at the top level, before the walk reached this point."""
+    inherited: set[str] = field(default_factory=set)
+    """Names used where their value may still be the inherited one."""
+
+    def bind(self, name: str, value: Word, unconditional: bool = False) -> None:
+        self.bound.setdefault(name, []).append(value)
+        if unconditional and not value.dynamic:
+            self.dominated.add(name)
+
+    def unknown(self, name: str) -> None:
+        self.bind(name, Word(f"${name}", dynamic=True))
+
+    def used(self, word: Word) -> None:
+        """A path word is recorded: the names it uses may still hold inherited values."""
+        if word.dynamic:
+            for found in _REFERENCE.finditer(word.text):
+                name = found.group(1) or found.group(2)
+                if name not in self.dominated:
+                    self.inherited.add(name)
+
+    def values(self, name: str, environment: Callable[[str], str | None],
+               cwds: Iterable[str] | None) -> list[Word] | None:
+        """What `$name` may expand to, or None when that is not known before running."""
+        found: list[Word] = list(self.bound.get(name, ()))
+        if name in self.inherited or not found:
+            if name == "PWD" and cwds is not None:
+                found.extend(Word(c) for c in cwds)
+            elif name in BASH_MANAGED:
+                return None
+            else:
+                inherited = environment(name)
+                if inherited is None:
+                    return None
+                found.append(Word(inherited))
+        if any(v.dynamic for v in found):
+            return None
+        return found
+
+    def alternatives(self, word: Word, environment: Callable[[str], str | None],
+                     cwds: Iterable[str] | None) -> list[Word]:
+        """The word with each combination of values its `$NAME`s may hold ([word] itself,
+        still dynamic, when one of them is not known or there are too many)."""
+        if not word.dynamic or word.text.count("$") > 8:
+            return [word]
+        pieces = _REFERENCE.split(word.text)
+        literal = pieces[::3]
+        if any(c in "$`" for piece in literal for c in piece) or len(pieces) < 4:
+            return [word]  # other expansions (substitutions, ${x:-y}, $1) stay unknown
+        combos: list[tuple[str, bool]] = [(literal[0], False)]
+        for k in range(1, len(pieces), 3):
+            name = pieces[k] or pieces[k + 1]
+            options = self.values(name, environment, cwds)
+            if options is None:
+                return [word]
+            # An unquoted $x is globbed: a value with glob characters is read as a pattern
+            # (a superset of the one name it is when quoted).
+            combos = [(text + value.text + literal[(k + 2) // 3],
+                       globby or value.globby or not _GLOB.isdisjoint(value.text))
+                      for text, globby in combos for value in options]
+            if len(combos) > MAX_ALTERNATIVES:
+                return [word]
+        quoted_glob = not word.globby and any(not _GLOB.isdisjoint(p) for p in literal)
+        out: list[Word] = []
+        for text, pattern in combos:
+            if pattern and quoted_glob:
+                return [word]  # a quoted [ or * beside a pattern: no one pattern says both
+            globby = pattern or word.globby
+            out.append(Word(text, globby=globby))
+            # An unquoted $x is also split into fields: each field may be a path.
+            fields = _FIELD_SEPARATORS.split(text.strip())
+            if len(fields) > 1:
+                out.extend(Word(f, globby=globby) for f in fields if f)
+        return out

@@ -1,0 +1,126 @@
+"""Precision of the Bash analysis under a platform policy, and the attacks next to it.
+
+A project holds `.env` (and `app/.env`), the home directory `.ssh/id_rsa`; the policy is the
+platform one (command rules for rm -rf, sudo, curl, ...; `Read(**/.env)`,
+`Read(~/.ssh/**)`). Each attack is denied and, run in a real bash against the same
+directories, prints the secret: the denial is not about a harmless form. Each benign
+command is neither denied nor asked.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gateway.policy import Policy, decide, load_policy
+from gateway.types import ToolCall
+
+POLICY = """
+version: 1
+default: abstain
+unparseable: deny
+permissions:
+  deny:
+    - Bash(rm -rf:*)
+    - Bash(rm -r:*)
+    - Bash(sudo:*)
+    - Bash(git push --force:*)
+    - Bash(curl:*)
+    - Bash(wget:*)
+    - Bash(chmod 777:*)
+    - Read(**/.env)
+    - Read(~/.ssh/**)
+    - Edit(.github/workflows/**)
+"""
+SECRET = "top-secret-value"
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("home")
+    (root / ".ssh").mkdir()
+    (root / ".ssh" / "id_rsa").write_text(f"{SECRET}-ssh\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("project")
+    (root / ".env").write_text(f"KEY={SECRET}\n")
+    (root / "app").mkdir()
+    (root / "app" / ".env").write_text(f"DB={SECRET}\n")
+    (root / "a.txt").write_text("a\n")
+    (root / "src").mkdir()
+    (root / "src" / "main.py").write_text("print(1)\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory: pytest.TempPathFactory, home: Path) -> Policy:
+    path = tmp_path_factory.mktemp("policy") / "org.yaml"
+    path.write_text(POLICY, encoding="utf-8")
+    return load_policy([str(path)])
+
+
+@pytest.fixture
+def in_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The decision sees the same home directory as the bash that runs the attack."""
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("f", "g", "d", "Q"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+def _decide(policy: Policy, command: str, cwd: Path) -> str:
+    return decide(policy, ToolCall("Bash", {"command": command}, cwd=str(cwd))).kind
+
+
+def _run(command: str, cwd: Path, home: Path) -> str:
+    env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+           "LANG": "C.UTF-8"}
+    done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=30, stdin=subprocess.DEVNULL)
+    return done.stdout
+
+
+VARIABLE_ATTACKS = [
+    # a later binding runs first in a loop; either branch may bind
+    "f=a.txt; for i in 1 2; do cat $f; f=.env; done",
+    'if [ -z "$Q" ]; then f=.env; else f=a.txt; fi; cat $f',
+    # bindings the walk did not see: a loop variable, `builtin export`, name references
+    "f=a.txt; for f in .env; do cat $f; done",
+    "f=a.txt; builtin export f=.env; cat $f",
+    "declare -n f=g; g=.env; cat $f",
+    "f=.e; f+=nv; cat $f",
+    # operators inside ${...} are not plain references
+    "f=a; cat ${f/a/.env}",
+    # variables bash sets while the command runs
+    "echo .env >/dev/null; cat $_",
+    "cd ~/.ssh && cat $PWD/id_rsa",
+    # an unquoted expansion is split into fields and globbed
+    "f='x .env'; cat $f 2>/dev/null",
+    "f='.e*'; cat $f",
+]
+
+
+@pytest.mark.parametrize("command", VARIABLE_ATTACKS)
+def test_paths_through_variables_are_denied(policy: Policy, project: Path, in_home: Path,
+                                            command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+VARIABLE_BENIGN = [
+    "f=a.txt; cat $f", "out=src/main.py; cat \"$out\"", "for f in a b; do cat $f.txt; done",
+    "d=src; ls $d && cat $d/main.py", "cd src && cat $PWD/main.py",
+    "for f in *.py; do echo \"$f\"; done",
+]
+
+
+@pytest.mark.parametrize("command", VARIABLE_BENIGN)
+def test_paths_through_known_variables_are_not_denied(policy: Policy, project: Path,
+                                                      in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command
