@@ -32,13 +32,14 @@ from gateway.policy.paths import (
     PathPattern,
     PatternUnion,
     fresh_decision,
-    glob_in,
     path_targets,
     union_of,
 )
 from gateway.policy.rulestring import PATH_TOOLS
 from gateway.policy.shell.argv import normalize_name
+from gateway.policy.shell.globs import glob_names, is_glob
 from gateway.policy.shell.scan import Scan, SimpleCommand, scan
+from gateway.policy.shell.words import Word
 from gateway.types import Decision, DecisionKind, ToolCall
 
 SEVERITY: dict[str, int] = {"deny": 3, "ask": 2, "allow": 1, "abstain": 0}
@@ -172,12 +173,13 @@ class _Resolved:
     def __init__(self, policy: Policy, call: ToolCall, bash: Scan) -> None:
         self.call, self.bash = call, bash
         self.roots = _search_roots(policy, call.cwd)
-        self.cache: dict[str, tuple[str, ...] | None] = {}
+        self.cache: dict[tuple[str, bool], tuple[str, ...] | None] = {}
 
-    def targets(self, raw: str) -> tuple[str, ...] | None:
-        if raw not in self.cache:
-            self.cache[raw] = _access_targets(raw, self.bash, self.call.cwd, self.roots)
-        return self.cache[raw]
+    def targets(self, path: Word) -> tuple[str, ...] | None:
+        key = (path.text, is_glob(path))
+        if key not in self.cache:
+            self.cache[key] = _access_targets(*key, self.bash, self.call.cwd, self.roots)
+        return self.cache[key]
 
 
 def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
@@ -187,10 +189,10 @@ def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
     families = _path_families(layer)
     if not families:
         return
-    seen: set[tuple[str, str, bool]] = set()
+    seen: set[tuple[str, str, bool, bool]] = set()
     for access in bash.accesses:
         family = families.get(access.mode)
-        key = (access.mode, access.path.text, access.possible)
+        key = (access.mode, access.path.text, access.possible, is_glob(access.path))
         if family is None or key in seen:
             continue
         rules, union = family
@@ -202,7 +204,7 @@ def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
                 hits.append(_uncertain(layer, rule, access.command,
                                        f"it {access.mode}s a path computed at run time"))
             continue
-        targets = resolved.targets(path.text)
+        targets = resolved.targets(path)
         if union is not None and targets is not None and not union.matches(targets, call.cwd):
             continue  # no rule of the family matches: most paths
         for rule in rules:
@@ -308,18 +310,17 @@ def _search_roots(policy: Policy, cwd: str) -> tuple[str, ...]:
     return roots
 
 
-def _access_targets(raw: str, bash: Scan, cwd: str, roots: tuple[str, ...]
+def _access_targets(raw: str, glob: bool, bash: Scan, cwd: str, roots: tuple[str, ...]
                     ) -> tuple[str, ...] | None:
     """Absolute forms of a path as the command could resolve it (symlinks, hard links,
-    every directory it may `cd` to, glob matches); None for a glob matching nothing."""
+    every directory it may `cd` to, glob matches); None for a glob whose names cannot be
+    known before it runs."""
     bases = bash.cwds or (cwd or "/",)
     found: list[str] = []
     for base in bases:
-        names = [raw]
-        if any(c in raw for c in "*?["):
-            names = glob_in(raw, base)
-            if not names:
-                return None
+        names = glob_names(raw, base, bash.glob_options, bool(bash.creates)) if glob else [raw]
+        if names is None:
+            return None
         for name in names:
             found.extend(path_targets(name, base, roots))
     if bash.cwd_unknown and not raw.startswith(("/", "~")):

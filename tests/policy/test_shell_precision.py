@@ -46,9 +46,10 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("project")
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
     (root / ".env").write_text(f"KEY={SECRET}\n")
     (root / "app").mkdir()
     (root / "app" / ".env").write_text(f"DB={SECRET}\n")
@@ -78,9 +79,21 @@ def _decide(policy: Policy, command: str, cwd: Path) -> str:
     return decide(policy, ToolCall("Bash", {"command": command}, cwd=str(cwd))).kind
 
 
+def _env(home: Path) -> dict[str, str]:
+    return {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8", "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@example.com"}
+
+
+def _setup(script: str, cwd: Path, home: Path) -> None:
+    if script:
+        subprocess.run(["bash", "-c", script], cwd=cwd, env=_env(home), check=True,
+                       capture_output=True, timeout=30)
+
+
 def _run(command: str, cwd: Path, home: Path) -> str:
-    env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-           "LANG": "C.UTF-8"}
+    env = _env(home)
     done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=30, stdin=subprocess.DEVNULL)
     return done.stdout
@@ -123,4 +136,44 @@ VARIABLE_BENIGN = [
 @pytest.mark.parametrize("command", VARIABLE_BENIGN)
 def test_paths_through_known_variables_are_not_denied(policy: Policy, project: Path,
                                                       in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command
+
+
+_REPO = "git init -q . && git add .env a.txt && git commit -qm x && echo CHANGED >> .env"
+GLOB_ATTACKS = [
+    # glob options the command turns on
+    ("shopt -s dotglob; cat *", ""), ("GLOBIGNORE=x; cat *", ""),
+    ("shopt -s nocaseglob; cat .E*", ""), ("bash -O dotglob -c 'cat *'", ""),
+    ("shopt -s globstar dotglob; cat **/.env", ""),
+    # bash syntax Python's glob reads otherwise
+    ("cat .[^x]nv", ""), ("cat .[[:alpha:]]nv", ""), ("cat {.env,a.txt}", ""),
+    ("cat .e{n,x}v", ""), ("cat app/.{e,}nv", ""),
+    # programs that match patterns themselves: quoted, still a pattern
+    ("git diff -- '*.env'", _REPO), ("git diff -- ':(icase).ENV'", _REPO),
+]
+
+
+@pytest.mark.parametrize(("command", "setup"), GLOB_ATTACKS)
+def test_globs_are_expanded_as_bash_does(policy: Policy, project: Path, in_home: Path,
+                                         command: str, setup: str) -> None:
+    _setup(setup, project, in_home)
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+GLOB_BENIGN = [
+    # quoted text is never a glob
+    "grep '*.txt' a.txt", 'echo "*"', "echo '*'", "grep -c '[0-9]' a.txt", "cat '.e*' 2>/dev/null",
+    "printf '%s\\n' '[a-z]*'", "awk '/^[#;]/ {next} {print}' a.txt",
+    # a glob that matches nothing is passed as it is, when nothing creates files first
+    "cat *.txt | wc -l", "cat *.md 2>/dev/null | wc -l", "wc -l src/*.rs", "gzip -k */*.csv",
+    # process substitutions are pipes, not files
+    "diff <(sort a.txt) <(sort a.txt)", "comm -12 <(sort a.txt) <(sort a.txt)",
+    "cat a.* src/*.py",
+]
+
+
+@pytest.mark.parametrize("command", GLOB_BENIGN)
+def test_quoted_text_and_empty_globs_are_not_denied(policy: Policy, project: Path,
+                                                    in_home: Path, command: str) -> None:
     assert _decide(policy, command, project) == "abstain", command

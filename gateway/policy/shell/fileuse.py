@@ -35,13 +35,16 @@ class FileUse:
     """Options that give the pattern/program, so every operand is a file (grep -e, sed -e)."""
     in_place: frozenset[str] = frozenset()
     """Options that make the operands written too (sed -i, perl -i)."""
+    globs: bool = False
+    """The program expands glob patterns in its operands itself (zip '*.c'): a quoted
+    pattern is still a pattern."""
 
 
 def _u(operands: Operands = "read", reads: str = "", writes: str = "", values: str = "",
-       pattern: str = "", in_place: str = "") -> FileUse:
+       pattern: str = "", in_place: str = "", globs: bool = False) -> FileUse:
     return FileUse(operands, frozenset(reads.split()), frozenset(writes.split()),
                    frozenset(values.split()), frozenset(pattern.split()),
-                   frozenset(in_place.split()))
+                   frozenset(in_place.split()), globs)
 
 
 _READERS = ("cat tac head tail less more most nl wc base64 base32 basenc od hexdump strings "
@@ -107,7 +110,11 @@ FILE_USES: dict[str, FileUse] = {
     "tar": _u("archive", values="-b --blocking-factor -C --directory --exclude -T "
               "--files-from -X --exclude-from -I --use-compress-program --owner --group "
               "--mode --transform --xform -H --format"),
-    "zip": _u("archive", values="-x --exclude -i --include -P --password -b --temp-path"),
+    "zip": _u("archive", values="-x --exclude -i --include -P --password -b --temp-path",
+              globs=True),
+    "7z": _u("archive", values="-p -o -w -x -i -t -m", globs=True),
+    "7za": _u("archive", values="-p -o -w -x -i -t -m", globs=True),
+    "7zz": _u("archive", values="-p -o -w -x -i -t -m", globs=True),
     "unzip": _u("archive", values="-d -x -P"),
     "curl": _u("none", reads="-T --upload-file -K --config --cacert --cert --key -b --cookie "
                "--netrc-file --data-binary", writes="-o --output -c --cookie-jar -D "
@@ -216,8 +223,22 @@ def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | Non
             path = _curl_file(value)
             if path is not None:
                 found.append(("read", path))
+    if use.globs:
+        operands = [_pattern(w) for w in operands]
     found.extend(_operands(use, name, operands, pattern_given, in_place))
     return found
+
+
+def _pattern(word: Word) -> Word:
+    """An operand the program globs itself: quoted or not, it is a pattern, matched by the
+    program's rules (git's and zip's `*` match a leading dot and cross `/`), so the names
+    it stands for are only known when it runs."""
+    if word.dynamic or _GLOB.isdisjoint(word.text):
+        return word
+    return Word(f"$({word.text})", dynamic=True, lead_dynamic=True)
+
+
+_GLOB = frozenset("*?[")
 
 
 def _operands(use: FileUse, name: str, operands: list[Word], pattern_given: bool,
@@ -305,10 +326,66 @@ def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
         mode = GIT_PATH_SUBCOMMANDS.get(sub)
         if mode is None or text.startswith("-"):
             continue
-        if ":" in text:
+        if text.startswith(":") and text[1:2] in ("(", "/", "!", "^"):
+            # pathspec magic (:(icase).ENV, :/x, :!x): any file may be meant
+            found.append((mode, Word(f"$({text})", dynamic=True, lead_dynamic=True)))
+        elif ":" in text:
             path = text.split(":", 1)[1]
             if path:
                 found.append(("read", Word(path, dynamic=word.dynamic)))
         elif after_dashdash or sub in ("add", "rm", "mv", "apply", "am", "hash-object"):
-            found.append((mode, word))
+            found.append((mode, _pattern(word)))  # a pathspec: git matches globs itself
     return found
+
+
+# -- files a command creates -------------------------------------------------------------
+_CREATES_NOTHING = frozenset((
+    f"{_READERS} {_BUILTINS} ls dir vdir tree stat du df realpath readlink basename dirname "
+    "echo printf test [ [[ cd pushd popd dirs which type command whereis kill "
+    "sleep true false : export declare local unset set shopt alias unalias date env "
+    "printenv pwd id whoami uname hostname ps pgrep pkill pidof seq yes expr wait jobs "
+    "history man help info tldr grep egrep fgrep rg ag ack awk gawk mawk sed jq yq cut tr "
+    "uniq xxd wc sort head tail find xargs nice nohup timeout time stdbuf ionice chrt "
+    "taskset setsid command builtin exec getent groups who w users uptime nproc lscpu free "
+    "top htop lsof ss netstat ping dig nslookup host numfmt factor locale getconf tty "
+    "stty test cmp comm diff"
+).split())
+"""Programs that create no file (wrappers: the command they run is checked on its own)."""
+_RECORDED = ("rm unlink rmdir shred touch truncate chmod chown chgrp mkdir mkfifo mknod tee "
+             "gzip gunzip bzip2 bunzip2 xz unxz zstd unzstd lz4 sponge cp mv install ln link dd")
+_RECORDED_CREATES = frozenset(_RECORDED.split())
+"""Programs whose files created are the writes recorded for them (names known)."""
+_UNRECORDED_OPTIONS: dict[str, tuple[str, ...]] = {
+    # recursive copies create the source's names; symbolic links reach anywhere
+    "cp": ("-r", "-R", "-a", "--recursive", "--archive", "-s", "--symbolic-link", "-t",
+           "--target-directory"),
+    "ln": ("-s", "--symbolic"),
+    "mv": ("-t", "--target-directory"),
+    "gzip": ("-r", "--recursive"), "gunzip": ("-r", "--recursive"),
+}
+_GIT_READS = ("status diff log show blame grep ls-files ls-tree rev-parse rev-list cat-file "
+              "describe shortlog for-each-ref reflog remote branch tag config help version")
+_GIT_READ_ONLY = frozenset(_GIT_READS.split())
+
+
+def creates_unknown_names(name: str, words: Sequence[Word]) -> bool:
+    """Whether the command may create files whose names and kinds are not among the writes
+    recorded for it (an unknown program, a build, an archive, a symbolic link, git)."""
+    if name in _CREATES_NOTHING:
+        return False
+    if name == "git":
+        sub = next((w.text for w in words[1:] if not w.text.startswith("-")), "")
+        return sub not in _GIT_READ_ONLY
+    if name not in _RECORDED_CREATES:
+        return True
+    risky = _UNRECORDED_OPTIONS.get(name, ())
+    for word in words[1:]:
+        text = word.text
+        if word.dynamic or text == "--":
+            return word.dynamic
+        if text.startswith("--") and text.partition("=")[0] in risky:
+            return True
+        if text.startswith("-") and not text.startswith("--") and any(
+                f"-{c}" in risky for c in text[1:]):
+            return True
+    return False

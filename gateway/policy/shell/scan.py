@@ -29,7 +29,8 @@ from gateway.policy.shell import programs
 from gateway.policy.shell.argv import SPECS, Invocation, analyze, normalize_name
 from gateway.policy.shell.evaluation import NAME_TAKING, EvalHazards
 from gateway.policy.shell.files import DISK, Files, resolve
-from gateway.policy.shell.fileuse import file_uses
+from gateway.policy.shell.fileuse import creates_unknown_names, file_uses
+from gateway.policy.shell.globs import options_set
 from gateway.policy.shell.interp.programs import INTERPRETERS, OPAQUE_LANGUAGES, language_of
 from gateway.policy.shell.lexer import lex
 from gateway.policy.shell.producers import literal_output
@@ -136,6 +137,12 @@ class Scan:
     unsafe_for_allow: str = ""
     """Why no allow rule may cover this command even if every simple command matches one
     (a variable that makes programs run code, set for the rest of the command)."""
+    glob_options: frozenset[str] = frozenset()
+    """Glob options (dotglob, nocaseglob, globstar, ...) the command may turn on."""
+    creates: str = ""
+    """Why files may appear that no recorded write names (an unknown program, a build, an
+    archive, a symbolic link), '' when none can: a glob that matches nothing now then
+    matches nothing when the command runs, and bash passes it as it is."""
 
     def feeds(self, producer: int, consumer: int) -> bool:
         for flow in self.flows:
@@ -214,9 +221,13 @@ def scan(command: str, cwd: str = "", *, files: Files = DISK,
     finally:
         if collecting:
             gc.enable()
-    return Scan(tuple(walker.commands), walker.problem, tuple(walker.flows), refused,
+    commands = tuple(walker.commands)
+    return Scan(commands, walker.problem, tuple(walker.flows), refused,
                 tuple(walker.expanded_accesses()), tuple(dict.fromkeys(walker.cwds)),
-                walker.cwd_unknown, walker.unsafe_for_allow)
+                walker.cwd_unknown, walker.unsafe_for_allow,
+                options_set(((c.name, c.words) for c in commands), walker.variables.bound,
+                            files.environment),
+                _creates(commands))
 
 
 @dataclass
@@ -243,7 +254,7 @@ class _Walker:
 
     def access(self, mode: Literal["read", "write"], path: Word, command: str,
                possible: bool = False) -> None:
-        if (path.text or path.dynamic) and path.text != "-":
+        if (path.text or path.dynamic) and path.text != "-" and not path.process:
             self.variables.used(path)
             self.accesses.append(Access(mode, path, command[:200], possible))
 
@@ -904,6 +915,7 @@ class _Walker:
         self.fail(found.problem)
         loads = ""
         for key, value in found.assignments:
+            self.bind(key, value)
             loads = self.environment(key, value, via, depth) or loads
         if loads:
             self.commands[index] = _replace(self.commands[index], carries_code=loads)
@@ -1118,6 +1130,7 @@ def _nameref(texts: Sequence[str]) -> bool:
     return any(t.startswith("-") and not t.startswith("--") and "n" in t[1:] for t in texts)
 _SCRIPT_RUNNERS = frozenset({*SHELLS, *FOREIGN_SHELLS, "source", ".", "eval", "trap"})
 SUB_WRAPPER_PROGRAMS = frozenset(program for program, _ in SUB_WRAPPERS)
+_RUNS_OTHERS = frozenset({*WRAPPERS, *SHELLS, *EVALS, *TRAPS, "source", "."})
 RUNNERS = frozenset({
     *WRAPPERS, *SHELLS, *FOREIGN_SHELLS, *EVALS, *TRAPS, *FINDS, *programs.CODE_OPTIONS,
     *(program for program, _ in SUB_WRAPPERS), *SPECIAL_PROGRAMS, *INTERPRETERS, "source",
@@ -1125,6 +1138,16 @@ RUNNERS = frozenset({
 })
 """Programs that run code named in their arguments: an unknown program's argument naming
 one of these may be the start of a command the program runs."""
+
+
+def _creates(commands: Sequence[SimpleCommand]) -> str:
+    """Why the command may create files no recorded write names ('' when it cannot)."""
+    for command in commands:
+        if command.name in _RUNS_OTHERS:
+            continue  # what it runs is a command of the scan
+        if creates_unknown_names(command.name, command.words):
+            return f"`{command.text[:80]}` may create files"
+    return ""
 
 
 def _heredoc_texts(root: Node) -> list[str]:
