@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gateway.policy.bash_rules import Match
 from gateway.policy.compiled import (
@@ -40,6 +41,9 @@ from gateway.policy.shell.argv import normalize_name
 from gateway.policy.shell.globs import glob_names, is_glob
 from gateway.policy.shell.scan import Scan, SimpleCommand, scan
 from gateway.policy.shell.words import Word
+
+if TYPE_CHECKING:
+    from gateway.policy.overlap import RuleShape
 from gateway.types import Decision, DecisionKind, ToolCall
 
 SEVERITY: dict[str, int] = {"deny": 3, "ask": 2, "allow": 1, "abstain": 0}
@@ -173,9 +177,42 @@ class _Resolved:
     def __init__(self, policy: Policy, call: ToolCall, bash: Scan) -> None:
         self.call, self.bash = call, bash
         self.roots = _search_roots(policy, call.cwd)
-        self.cache: dict[tuple[str, bool], tuple[str, ...] | None] = {}
+        self.cache: dict[tuple[str, bool], tuple[tuple[str, ...] | None, bool]] = {}
+        self.forms: dict[Word, list[tuple[str, ...]] | None] = {}
+        self.shapes: dict[int, RuleShape] = {}
+        self.real: dict[str, str] = {}
+
+    def could_name(self, path: Word, rule: Rule) -> bool:
+        """A path known only at run time (a glob, a file find selects) may be one `rule`
+        matches: by the names its pattern allows."""
+        from gateway.policy import overlap  # on first use: most paths are named in full
+
+        assert isinstance(rule.matcher, PathRule)
+        if path not in self.forms:
+            self.forms[path] = overlap.path_forms(
+                path, self.bash.cwds or (self.call.cwd or "/",), self.bash.cwd_unknown,
+                self._realpath)
+        shape = self.shapes.get(id(rule))
+        if shape is None:
+            shape = self.shapes[id(rule)] = overlap.rule_shape(
+                rule.matcher.pattern, self.call.cwd, self._realpath)
+        return overlap.could_name(self.forms[path], shape, rule.matcher.pattern,
+                                  self.call.cwd, bool(self.bash.creates))
+
+    def _realpath(self, path: str) -> str:
+        if path not in self.real:
+            self.real[path] = os.path.realpath(path)
+        return self.real[path]
 
     def targets(self, path: Word) -> tuple[str, ...] | None:
+        return self._resolve(path)[0]
+
+    def bounded(self, path: Word) -> bool:
+        """Its names are only known at run time, but only by its pattern: a glob that
+        matches nothing yet in a command that may create files, a file find selects."""
+        return path.dynamic or self._resolve(path)[1]
+
+    def _resolve(self, path: Word) -> tuple[tuple[str, ...] | None, bool]:
         key = (path.text, is_glob(path))
         if key not in self.cache:
             self.cache[key] = _access_targets(*key, self.bash, self.call.cwd, self.roots)
@@ -198,25 +235,33 @@ def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
         rules, union = family
         seen.add(key)
         path = access.path
-        if path.dynamic:
+        if path.dynamic and not path.pattern:
             rule = _could_match(rules, path.text, call.cwd)
             if rule is not None:
                 hits.append(_uncertain(layer, rule, access.command,
                                        f"it {access.mode}s a path computed at run time"))
             continue
-        targets = resolved.targets(path)
+        targets = None if path.dynamic else resolved.targets(path)
         if union is not None and targets is not None and not union.matches(targets, call.cwd):
             continue  # no rule of the family matches: most paths
         for rule in rules:
             matcher = rule.matcher
             assert isinstance(matcher, PathRule)
+            if targets is None and resolved.bounded(path) and not resolved.could_name(path, rule):
+                continue  # no name the pattern allows is one the rule matches
             if targets is None or matcher.pattern.matches(targets, call.cwd, anywhere=True):
-                why = ("a glob that names no file yet" if targets is None else
+                why = (_unknown_names(path) if targets is None else
                        "an unknown program may open it") if targets is None or (
                     access.possible) else ""
                 hits.append(_uncertain(layer, rule, access.command, why) if why
                             else _hit(layer, rule, access.command))
                 break
+
+
+def _unknown_names(path: Word) -> str:
+    if path.pattern:
+        return f"it names files chosen when it runs ({path.pattern[:80]})"
+    return "a glob whose names are only known when it runs"
 
 
 def _could_match(rules: list[Rule], text: str, cwd: str) -> Rule | None:
@@ -311,21 +356,21 @@ def _search_roots(policy: Policy, cwd: str) -> tuple[str, ...]:
 
 
 def _access_targets(raw: str, glob: bool, bash: Scan, cwd: str, roots: tuple[str, ...]
-                    ) -> tuple[str, ...] | None:
+                    ) -> tuple[tuple[str, ...] | None, bool]:
     """Absolute forms of a path as the command could resolve it (symlinks, hard links,
     every directory it may `cd` to, glob matches); None for a glob whose names cannot be
-    known before it runs."""
+    known before it runs, with whether its pattern bounds them (it matches nothing yet)."""
     bases = bash.cwds or (cwd or "/",)
     found: list[str] = []
     for base in bases:
         names = glob_names(raw, base, bash.glob_options, bool(bash.creates)) if glob else [raw]
-        if names is None:
-            return None
+        if not names:
+            return None, names is not None
         for name in names:
             found.extend(path_targets(name, base, roots))
     if bash.cwd_unknown and not raw.startswith(("/", "~")):
         found.append(raw)  # a floating rule (**/.env) still sees the name
-    return tuple(dict.fromkeys(found))
+    return tuple(dict.fromkeys(found)), False
 
 
 def _bash_hits(layer: Layer, bash: Scan, hits: list[Hit]) -> bool:

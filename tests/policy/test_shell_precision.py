@@ -177,3 +177,36 @@ GLOB_BENIGN = [
 def test_quoted_text_and_empty_globs_are_not_denied(policy: Policy, project: Path,
                                                     in_home: Path, command: str) -> None:
     assert _decide(policy, command, project) == "abstain", command
+
+
+PATTERN_ATTACKS = [
+    # a glob that matches nothing yet, after a step that creates files it cannot name
+    ("tar xf backup.tar && cat restore/.e*",
+     "mkdir restore && cp .env restore/ && tar cf backup.tar restore && rm -r restore"),
+    ("tar xf backup.tar && cat restore/*/id_rsa", "mkdir -p restore/k && cp ~/.ssh/id_rsa "
+     "restore/k/ && tar cf backup.tar restore && rm -r restore"),
+]
+
+
+@pytest.mark.parametrize(("command", "setup"), PATTERN_ATTACKS)
+def test_a_pattern_that_may_name_a_protected_file_is_denied(
+        policy: Policy, project: Path, in_home: Path, command: str, setup: str) -> None:
+    _setup(setup, project, in_home)
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+PATTERN_BENIGN = [
+    # the names a pattern allows are not ones a rule is about
+    "make >/dev/null 2>&1; cat build/*.txt", "npm run build && cat dist/*.js",
+    "tar xf x.tar && wc -l out/*.csv", "git diff -- '*.py'", "git add 'src/*.py'",
+    # an unknown program's quoted arguments are patterns it may match, not paths
+    "perl -lane 'print $F[0]' data.txt", "rename 's/\\.jpeg$/.jpg/' *.jpeg",
+    "frob --include '*.c' src",
+]
+
+
+@pytest.mark.parametrize("command", PATTERN_BENIGN)
+def test_a_pattern_no_rule_is_about_is_not_denied(policy: Policy, project: Path,
+                                                  in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from gateway.policy.shell.globs import crossing
 from gateway.policy.shell.words import Word
 
 Mode = Literal["read", "write"]
@@ -235,7 +236,8 @@ def _pattern(word: Word) -> Word:
     it stands for are only known when it runs."""
     if word.dynamic or _GLOB.isdisjoint(word.text):
         return word
-    return Word(f"$({word.text})", dynamic=True, lead_dynamic=True)
+    return Word(word.text, dynamic=True, lead_dynamic=word.lead_dynamic, globby=word.globby,
+                pattern=crossing(word.text))
 
 
 _GLOB = frozenset("*?[")
@@ -364,8 +366,9 @@ _UNRECORDED_OPTIONS: dict[str, tuple[str, ...]] = {
     "gzip": ("-r", "--recursive"), "gunzip": ("-r", "--recursive"),
 }
 _GIT_READS = ("status diff log show blame grep ls-files ls-tree rev-parse rev-list cat-file "
-              "describe shortlog for-each-ref reflog remote branch tag config help version")
-_GIT_READ_ONLY = frozenset(_GIT_READS.split())
+              "describe shortlog for-each-ref reflog remote branch tag config help version add "
+              "commit fetch push rm mv")
+_GIT_NO_NEW_FILES = frozenset(_GIT_READS.split())
 
 
 def creates_unknown_names(name: str, words: Sequence[Word]) -> bool:
@@ -375,7 +378,7 @@ def creates_unknown_names(name: str, words: Sequence[Word]) -> bool:
         return False
     if name == "git":
         sub = next((w.text for w in words[1:] if not w.text.startswith("-")), "")
-        return sub not in _GIT_READ_ONLY
+        return sub not in _GIT_NO_NEW_FILES
     if name not in _RECORDED_CREATES:
         return True
     risky = _UNRECORDED_OPTIONS.get(name, ())

@@ -18,6 +18,8 @@ from gateway.policy.shell.words import Word
 MAX_MATCHES = 256
 MAX_ALTERNATIVES = 64
 GLOB_CHARS = frozenset("*?[")
+ANY = "**"
+"""A path pattern component for any number of directories."""
 _CLASSES = {
     "alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
     "space": " \t\n\r\f\v", "blank": " \t", "xdigit": "0-9A-Fa-f", "word": "a-zA-Z0-9_",
@@ -55,7 +57,7 @@ def to_python(pattern: str, options: Iterable[str] = ()) -> str | None:
     while i < len(pattern):
         char = pattern[i]
         if char == "[":
-            end = _bracket_end(pattern, i)
+            end = bracket_end(pattern, i)
             if end < 0:
                 out.append("[[]")  # an unclosed [ is an ordinary character
                 i += 1
@@ -81,7 +83,7 @@ def to_python(pattern: str, options: Iterable[str] = ()) -> str | None:
     return "".join(out)
 
 
-def _bracket_end(pattern: str, start: int) -> int:
+def bracket_end(pattern: str, start: int) -> int:
     """Index of the `]` closing the bracket expression at `start`, or -1."""
     i = start + 1
     if i < len(pattern) and pattern[i] in "!^":
@@ -176,18 +178,33 @@ def glob_names(word: str, cwd: str, options: Iterable[str], creates: bool
                ) -> list[str] | None:
     """The names a glob word stands for when the command runs, as far as they are known
     now: its braces' alternatives, each pattern's matches, and a pattern that matches
-    nothing as it is (bash passes it on) unless the command may create files first.
-    None when they cannot be known."""
+    nothing as it is (bash passes it on). [] when a pattern matches nothing yet in a
+    command that may create files first (only its pattern bounds the names); None when
+    they cannot be known (more than can be checked, a syntax not matched exactly)."""
     found = alternatives(word)
     if found is None:
         return None
     names: list[str] = []
+    runtime = False
     for alternative in found:
         if not is_pattern(alternative):
             names.append(alternative)
             continue
         matches = expand(alternative, cwd, options)
-        if matches is None or (not matches and creates):
+        if matches is None:
             return None
+        runtime = runtime or (not matches and creates)
         names.extend(matches or [alternative])
-    return names
+    return [] if runtime else names
+
+
+def crossing(pattern: str) -> str:
+    """A pattern whose `*` also matches `/` (git pathspecs, zip, find -path) as one whose
+    names include all it matches: its literal directories, then any directories, then a
+    last name that ends as the pattern's last name does after its last `*`."""
+    head, _, last = pattern.rpartition("/")
+    cut = min((head.find(c) for c in "*?[" if c in head), default=-1)
+    literal = head if cut < 0 else head[:cut].rpartition("/")[0]
+    star = last.rfind("*")
+    tail = last if star < 0 and cut < 0 else "*" + last[star + 1 :] if star >= 0 else last
+    return "/".join(p for p in (literal, ANY, tail) if p)

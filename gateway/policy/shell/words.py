@@ -41,6 +41,11 @@ class Word:
     A Word derived from another without saying so is not verbatim: its `*` may glob."""
     process: bool = False
     """A process substitution: the program gets a /dev/fd path, not a file on disk."""
+    pattern: str = ""
+    """What the value is known to match when it is only known at run time (a file find
+    selects, a pattern a program matches itself): a path glob whose `*` may match a
+    leading dot and whose `**` is any number of directories, relative to the command's
+    directory unless absolute."""
 
     @property
     def may_be_option(self) -> bool:
