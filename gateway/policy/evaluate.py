@@ -226,10 +226,10 @@ def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
     families = _path_families(layer)
     if not families:
         return
-    seen: set[tuple[str, str, bool, bool]] = set()
+    seen: set[tuple[str, Word, bool]] = set()
     for access in bash.accesses:
         family = families.get(access.mode)
-        key = (access.mode, access.path.text, access.possible, is_glob(access.path))
+        key = (access.mode, access.path, access.possible)
         if family is None or key in seen:
             continue
         rules, union = family

@@ -262,7 +262,10 @@ def could_name(path: Sequence[tuple[str, ...]] | None, rule: RuleShape,
         return True
     if rule.floating:
         if any(meet(p, form) for p in path for form in rule.exact):
-            return True
+            # a name the rule matches: is there such a file where the pattern starts?
+            roots = _literal_dirs(path)
+            return not roots or any(_existing_under(root, path, pattern, cwd)
+                                    for root in roots)
         return _named_directory(rule.body, [*_literal_dirs(path), cwd or "/"])
     return _existing_under(rule.root, path, pattern, cwd)
 

@@ -49,9 +49,19 @@ def _could(pattern: str, rule: str, cwd: Path, creates: bool = False,
 
 
 def test_a_floating_rule_is_compared_by_name(tmp_path: Path) -> None:
-    assert not _could("*.txt", "**/.env", tmp_path)
-    assert _could(".e*", "**/.env", tmp_path)
+    # the command may create files: names alone decide
+    assert not _could("*.txt", "**/.env", tmp_path, creates=True)
+    assert _could(".e*", "**/.env", tmp_path, creates=True)
+    assert _could("*/.en[a-z]", "**/.env", tmp_path, creates=True)
+    # it does not: what is there now decides, under where the pattern starts
+    assert not _could("*/.en[a-z]", "**/.env", tmp_path)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / ".env").write_text("k\n")
     assert _could("*/.en[a-z]", "**/.env", tmp_path)
+    everything = Word("x", dynamic=True, pattern="app/**")
+    assert _could("", "**/.env", tmp_path, word=everything)
+    assert not _could("", "**/.env", tmp_path,
+                      word=Word("x", dynamic=True, pattern="src/**"))
     found = Word("x", dynamic=True, pattern="**/*.py")
     assert not _could("", "**/.env", tmp_path, word=found)
     # a directory by the rule's name holds what it names

@@ -210,3 +210,56 @@ PATTERN_BENIGN = [
 def test_a_pattern_no_rule_is_about_is_not_denied(policy: Policy, project: Path,
                                                   in_home: Path, command: str) -> None:
     assert _decide(policy, command, project) == "abstain", command
+
+
+SELECTION_ATTACKS = [
+    # xargs's input is a known literal: its words are the command's arguments
+    "xargs cat <<< .env", "xargs -I{} cat {} <<< .env", "printf '.env' | xargs cat",
+    "echo .env | xargs cat", "echo app/.env | xargs -n1 cat", "printf '.env\\0' | xargs -0 cat",
+    "printf 'a.txt,.env' | xargs -d, cat", "xargs sh -c 'cat \"$1\"' _ <<< .env",
+    # find: the files it selects
+    "find . -maxdepth 1 -name '.e*' -exec cat {} \\;", "find . -name '.env' -exec cat {} +",
+    "find . -iname '.ENV' -exec cat {} \\;", "find app -exec cat {} \\; 2>/dev/null",
+    "find . -path '*/app/.e*' -exec cat {} +", "find . -name .env -execdir cat {} \\;",
+    "find . -exec sh -c 'cat \"$1\"' _ {} \\; 2>/dev/null",
+    "find . -print0 | xargs -0 cat 2>/dev/null", "find . -name '.e*' | xargs cat",
+    "find . -name '.e*' -o -name x -exec cat {} \\; ; find . -name '.e*' -exec cat {} \\;",
+    # a producer whose output is not known, to a consumer that reads files
+    "ls -a | xargs cat 2>/dev/null", "git ls-files | xargs cat",
+]
+
+
+@pytest.mark.parametrize("command", SELECTION_ATTACKS)
+def test_files_xargs_or_find_reads_are_checked(policy: Policy, project: Path, in_home: Path,
+                                               command: str) -> None:
+    _setup("git init -q . && git add -A" if "git" in command else "", project, in_home)
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+def test_find_delete_is_a_write(policy: Policy, project: Path, in_home: Path) -> None:
+    workflows = project / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    (workflows / "ci.yml").write_text("on: push\n")
+    command = "find . -path './.github/*' -delete"
+    assert _decide(policy, command, project) == "deny"
+    _run(command, project, in_home)
+    assert not (workflows / "ci.yml").exists()
+    assert _decide(policy, "find . -name '*.pyc' -delete", project) == "abstain"
+
+
+SELECTION_BENIGN = [
+    "find . -name '*.py' -exec cat {} +", "find . -type f -name '*.py' | xargs grep -l TODO",
+    "find . -name '*.o' -exec rm -f {} \\;", "find . -name '*.sh' -exec chmod +x {} \\;",
+    "find src -type f | xargs wc -l", "find . -name '*.py' -print0 | xargs -0 wc -l",
+    "find . -name '*.bak' | xargs rm -f", "find . -name '*.tmp' -print0 | xargs -0 rm -f",
+    "find . -name '*.py' -exec sh -c 'wc -l \"$1\"' _ {} \\;", "echo a b c | xargs -n1",
+    "seq 1 10 | xargs -I{} echo item {}", "echo a.txt | xargs cat", "xargs -n1 echo < a.txt",
+    "find . -maxdepth 2 -type d", "git ls-files '*.py' | xargs wc -l",
+]
+
+
+@pytest.mark.parametrize("command", SELECTION_BENIGN)
+def test_selections_no_rule_is_about_are_not_denied(policy: Policy, project: Path,
+                                                    in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command

@@ -134,7 +134,7 @@ FILE_USES: dict[str, FileUse] = {
     "gpg": _u("read", writes="-o --output", values="-r --recipient -u --local-user "
               "--default-key --passphrase"),
     "xargs": _u("none", reads="-a --arg-file"),
-    "find": _u("read", writes="-fprint -fprint0 -fprintf -fls", values="-name -iname -path "
+    "find": _u("none", writes="-fprint -fprint0 -fprintf -fls", values="-name -iname -path "
                "-ipath -type -maxdepth -mindepth -newer -perm -size -user -group -mtime "
                "-mmin -regex -iregex -printf -wholename -exec -execdir -ok -okdir"),
     "git": _u("none", writes="--output -o"),
@@ -384,8 +384,10 @@ def creates_unknown_names(name: str, words: Sequence[Word]) -> bool:
     risky = _UNRECORDED_OPTIONS.get(name, ())
     for word in words[1:]:
         text = word.text
-        if word.dynamic or text == "--":
-            return word.dynamic
+        if word.may_be_option:
+            return True  # an option computed at run time: -s, -r, ... may be among them
+        if text == "--":
+            return False
         if text.startswith("--") and text.partition("=")[0] in risky:
             return True
         if text.startswith("-") and not text.startswith("--") and any(

@@ -30,7 +30,8 @@ from gateway.policy.shell.argv import SPECS, Invocation, analyze, normalize_name
 from gateway.policy.shell.evaluation import NAME_TAKING, EvalHazards
 from gateway.policy.shell.files import DISK, Files, resolve
 from gateway.policy.shell.fileuse import creates_unknown_names, file_uses
-from gateway.policy.shell.globs import options_set
+from gateway.policy.shell.findcmd import analyse_find
+from gateway.policy.shell.globs import GLOB_CHARS, options_set
 from gateway.policy.shell.interp.programs import INTERPRETERS, OPAQUE_LANGUAGES, language_of
 from gateway.policy.shell.lexer import lex
 from gateway.policy.shell.producers import literal_output
@@ -39,7 +40,6 @@ from gateway.policy.shell.variables import Variables
 from gateway.policy.shell.words import Word, word_value
 from gateway.policy.shell.wrappers import (
     EVALS,
-    FIND_EXEC,
     FINDS,
     FOREIGN_SHELLS,
     SHELL_VALUE_OPTS,
@@ -51,6 +51,9 @@ from gateway.policy.shell.wrappers import (
     sub_wrapper,
     unwrap,
 )
+from gateway.policy.shell.xargs import MAX_RUNS as MAX_XARGS_RUNS
+from gateway.policy.shell.xargs import Xargs, put, xargs_options
+from gateway.policy.shell.xargs import items as xargs_items
 
 if TYPE_CHECKING:
     from gateway.policy.shell.interp.effects import CodeEffects
@@ -251,6 +254,8 @@ class _Walker:
     cwds: list[str] = field(default_factory=list)
     cwd_unknown: bool = False
     unsafe_for_allow: str = ""
+    outputs: dict[int, list[Word]] = field(default_factory=dict)
+    """What a command writes to stdout when that is a set of paths (find's selection)."""
 
     def access(self, mode: Literal["read", "write"], path: Word, command: str,
                possible: bool = False) -> None:
@@ -844,8 +849,7 @@ class _Walker:
         elif name == "git":
             self.git(words, via, depth, appended)
         elif name in FINDS:
-            self.record(words, via, False, appended=appended)
-            self.find_exec(words, (*via, name), depth, feed)
+            self.find(words, via, depth, appended)
         else:
             self.program(name, words, via, depth, feed, appended)
 
@@ -926,6 +930,9 @@ class _Walker:
         if found.shell_argv is not None:
             self.shell("sh", [Word("sh"), *found.shell_argv], inner_via, depth, feed, False)
         if found.inner:
+            if name == "xargs":
+                self.xargs(words, found.inner, inner_via, depth, feed)
+                return
             inner = _placeholders(name, words, found.inner)
             self.emit(inner, inner_via, depth, feed, appended=appended or found.appends)
         elif name == "parallel" and not found.scripts and not found.problem:
@@ -983,8 +990,9 @@ class _Walker:
                 continue
             break
         operand = words[i] if i < len(words) else None
+        positional: Sequence[Word] = ()
         if code is not None and not code.text and operand is not None:
-            code = operand
+            code, positional = operand, words[i + 1 :]  # sh -c CODE $0 $1 ...
         if code is not None and operand is None and not code.text and appended:
             code = Word("", dynamic=True)  # xargs sh -c: the script is the appended input
         self.record(words, via, True)
@@ -994,7 +1002,13 @@ class _Walker:
             self.fail(f"{name} runs code in a language that is not analysed")
             return
         if code is not None:
+            added = [str(k) for k in range(len(positional))
+                     if str(k) not in self.variables.dominated]
+            for k, value in enumerate(positional):
+                self.bind(str(k), value)
+            self.variables.dominated.update(added)  # the script's own $0, $1, ...
             self.code(code, via, depth, name)
+            self.variables.dominated.difference_update(added)
         elif appended:
             self.fail(f"{name} gets its script from arguments added at run time")
         elif operand is not None and not stdin:
@@ -1103,22 +1117,62 @@ class _Walker:
                 "git runs a program named in its configuration or options"))
         for script in run.scripts:
             self.code(script, via, depth, "git")
+        listed = gitcmd.listed_files(run.argv)
+        if listed is not None:
+            self.outputs[index] = listed
 
-    def find_exec(self, words: Sequence[Word], via: tuple[str, ...], depth: int,
-                  feed: Feed) -> None:
-        i = 1
-        while i < len(words):
-            if words[i].text in FIND_EXEC:
-                end = i + 1
-                while end < len(words) and words[end].text not in (";", "+"):
-                    end += 1
-                # {} becomes each path found; find prints paths starting with the start
-                # point, so it is run-time text but never an option.
-                inner = [Word(w.text, dynamic=True) if "{}" in w.text else w
-                         for w in words[i + 1 : end]]
-                self.emit(inner, via, depth, INHERITED)
-                i = end
-            i += 1
+    def find(self, words: Sequence[Word], via: tuple[str, ...], depth: int,
+             appended: bool) -> None:
+        """find: the commands -exec runs and the files -delete removes, on the files it
+        selects (a pattern: see findcmd); what it prints, for a consumer such as xargs."""
+        run = analyse_find(words)
+        index = self.record(words, via, False, appended=appended)
+        for path in run.deletes:
+            self.access("write", path, self.commands[index].text)
+        for argv in run.commands:
+            self.emit(argv, (*via, words[0].text), depth, INHERITED)
+        self.outputs[index] = run.prints
+
+    def xargs(self, words: Sequence[Word], inner: Sequence[Word], via: tuple[str, ...],
+              depth: int, feed: Feed) -> None:
+        """The command xargs runs, with the items it reads: known from a literal input or
+        find's selection, else unknown words (that may be options)."""
+        options = xargs_options(words[1 : len(words) - len(inner)])
+        values = None if options.from_file else self.input_items(feed, options)
+        if values is None:
+            unknown = Word("$(xargs input)", dynamic=True, lead_dynamic=True)
+            if options.marker:
+                self.emit(_placeholders("xargs", words, tuple(inner)), via, depth, feed,
+                          appended=True)
+            else:
+                self.emit([*inner, unknown], via, depth, feed, appended=True)
+        elif options.marker:
+            for value in values[:MAX_XARGS_RUNS]:
+                self.emit([put(w, options.marker, value) for w in inner], via, depth, feed)
+            if len(values) > MAX_XARGS_RUNS:
+                self.emit(_placeholders("xargs", words, tuple(inner)), via, depth, feed,
+                          appended=True)
+        else:
+            self.emit([*inner, *values], via, depth, feed)
+
+    def input_items(self, feed: Feed, options: Xargs) -> list[Word] | None:
+        """What xargs reads, as Words: literal items, or files find selects; None when
+        unknown."""
+        if feed.text is None and feed.pipe is not None:
+            start, end = feed.pipe
+            produced = self.produced(start, end)
+            if produced.text is None:
+                found = [self.outputs.get(k) for k in range(start, end)]
+                if not found or any(f is None for f in found):
+                    return None
+                return [w for f in found if f is not None for w in f]
+            feed = produced
+        if feed.text is None:
+            return None
+        texts = xargs_items(feed.text, options)
+        if texts is None:
+            return None
+        return [Word(t, verbatim=not GLOB_CHARS.isdisjoint(t)) for t in texts]
 
 
 _DIGIT = re.compile(r"\d")

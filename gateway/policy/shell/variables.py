@@ -19,7 +19,8 @@ from gateway.policy.shell.words import Word
 
 MAX_ALTERNATIVES = 16
 """Values one path is checked with; more, and the path is computed at run time."""
-_REFERENCE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_REFERENCE = re.compile(
+    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)\}|([A-Za-z_][A-Za-z0-9_]*|[0-9]))")
 _GLOB = frozenset("*?[")
 _FIELD_SEPARATORS = re.compile(r"[ \t\n]+")
 BASH_MANAGED = frozenset({
@@ -71,42 +72,68 @@ class Variables:
                 if inherited is None:
                     return None
                 found.append(Word(inherited))
-        if any(v.dynamic for v in found):
+        if any(v.dynamic and not v.pattern for v in found):
             return None
         return found
 
     def alternatives(self, word: Word, environment: Callable[[str], str | None],
                      cwds: Iterable[str] | None) -> list[Word]:
         """The word with each combination of values its `$NAME`s may hold ([word] itself,
-        still dynamic, when one of them is not known or there are too many)."""
+        still dynamic, when one of them is not known or there are too many). A value known
+        only by its pattern (a file find selects) makes a Word with that pattern."""
         if not word.dynamic or word.text.count("$") > 8:
             return [word]
         pieces = _REFERENCE.split(word.text)
         literal = pieces[::3]
         if any(c in "$`" for piece in literal for c in piece) or len(pieces) < 4:
-            return [word]  # other expansions (substitutions, ${x:-y}, $1) stay unknown
-        combos: list[tuple[str, bool]] = [(literal[0], False)]
+            return [word]  # other expansions (substitutions, ${x:-y}, $@) stay unknown
+        combos: list[_Combo] = [_Combo(literal[0], literal[0])]
         for k in range(1, len(pieces), 3):
             name = pieces[k] or pieces[k + 1]
             options = self.values(name, environment, cwds)
             if options is None:
                 return [word]
-            # An unquoted $x is globbed: a value with glob characters is read as a pattern
-            # (a superset of the one name it is when quoted).
-            combos = [(text + value.text + literal[(k + 2) // 3],
-                       globby or value.globby or not _GLOB.isdisjoint(value.text))
-                      for text, globby in combos for value in options]
+            after = literal[(k + 2) // 3]
+            combos = [combo.then(value, after) for combo in combos for value in options]
             if len(combos) > MAX_ALTERNATIVES:
                 return [word]
         quoted_glob = not word.globby and any(not _GLOB.isdisjoint(p) for p in literal)
         out: list[Word] = []
-        for text, pattern in combos:
-            if pattern and quoted_glob:
+        for combo in combos:
+            if (combo.globby or combo.selected) and quoted_glob:
                 return [word]  # a quoted [ or * beside a pattern: no one pattern says both
-            globby = pattern or word.globby
-            out.append(Word(text, globby=globby))
+            if combo.selected:
+                if _FIELD_SEPARATORS.search(combo.pattern) or combo.static_glob:
+                    return [word]
+                out.append(Word(combo.text, dynamic=True, pattern=combo.pattern))
+                continue
+            globby = combo.globby or word.globby
+            out.append(Word(combo.text, globby=globby))
             # An unquoted $x is also split into fields: each field may be a path.
-            fields = _FIELD_SEPARATORS.split(text.strip())
+            fields = _FIELD_SEPARATORS.split(combo.text.strip())
             if len(fields) > 1:
                 out.extend(Word(f, globby=globby) for f in fields if f)
         return out
+
+
+@dataclass(frozen=True)
+class _Combo:
+    """One combination of values, as text and as a path pattern."""
+
+    text: str
+    pattern: str
+    globby: bool = False
+    """A value with glob characters: bash globs an unquoted one (read as a pattern, a
+    superset of the one name it is when quoted)."""
+    selected: bool = False
+    """A value known only by its pattern."""
+    static_glob: bool = False
+    """A literal value with glob characters beside a pattern value."""
+
+    def then(self, value: Word, after: str) -> _Combo:
+        glob = not _GLOB.isdisjoint(value.text) and not value.pattern
+        return _Combo(self.text + value.text + after,
+                      self.pattern + (value.pattern or value.text) + after,
+                      self.globby or value.globby or glob,
+                      self.selected or bool(value.pattern),
+                      self.static_glob or glob)
