@@ -263,3 +263,44 @@ SELECTION_BENIGN = [
 def test_selections_no_rule_is_about_are_not_denied(policy: Policy, project: Path,
                                                     in_home: Path, command: str) -> None:
     assert _decide(policy, command, project) == "abstain", command
+
+
+OPTION_GLOB_ATTACKS = [
+    # a file named -rf in the directory: the glob expands to it, an option
+    ("rm -f *", "touch -- -rf"), ("rm -* victim", "touch -- -rf"),
+    ("rm -[r]f victim", "touch -- -rf"), ("cd victim/.. && rm -f *", "touch -- -rf"),
+    # an earlier step creates it
+    ("cp -- x/* . && rm -f *", "mkdir x && touch -- x/-rf"),
+    ("touch -- -rf; rm -f *", ""), ("echo > -rf; rm -f *", ""),
+]
+
+
+@pytest.mark.parametrize(("command", "setup"), OPTION_GLOB_ATTACKS)
+def test_a_glob_that_may_expand_to_an_option_is_denied(
+        policy: Policy, project: Path, in_home: Path, command: str, setup: str) -> None:
+    (project / "victim").mkdir()
+    (project / "victim" / "data").write_text("precious\n")
+    _setup(setup, project, in_home)
+    assert _decide(policy, command, project) == "deny", command
+    _run(command, project, in_home)
+    assert not (project / "victim").exists(), command
+
+
+OPTION_GLOB_BENIGN = [
+    "rm -f *.o", "rm -f build/*.o", "rm -f *.txt", "rm *.log 2>/dev/null", "rm -f -- *",
+    "mv *.txt /tmp/ 2>/dev/null", "echo x > out.log && rm -f *.o", "rm -f ./*",
+]
+
+
+@pytest.mark.parametrize("command", OPTION_GLOB_BENIGN)
+def test_globs_that_expand_to_no_option_are_not_options(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    (project / "victim").mkdir()
+    assert _decide(policy, command, project) == "abstain", command
+
+
+def test_a_glob_stays_a_possible_option_where_a_step_may_create_names(
+        policy: Policy, project: Path, in_home: Path) -> None:
+    for command in ("make >/dev/null; rm -f *.o", "tar xf x.tar; rm -f *",
+                    "f=$(mktemp); rm -f *.o"):
+        assert _decide(policy, command, project) == "deny", command

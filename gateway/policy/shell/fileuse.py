@@ -357,6 +357,8 @@ _RECORDED = ("rm unlink rmdir shred touch truncate chmod chown chgrp mkdir mkfif
              "gzip gunzip bzip2 bunzip2 xz unxz zstd unzstd lz4 sponge cp mv install ln link dd")
 _RECORDED_CREATES = frozenset(_RECORDED.split())
 """Programs whose files created are the writes recorded for them (names known)."""
+CHANGES_ONLY = frozenset({"rm", "rmdir", "unlink", "shred", "chmod", "chown", "chgrp"})
+"""Programs whose writes remove or change files that exist: they create no name."""
 _UNRECORDED_OPTIONS: dict[str, tuple[str, ...]] = {
     # recursive copies create the source's names; symbolic links reach anywhere
     "cp": ("-r", "-R", "-a", "--recursive", "--archive", "-s", "--symbolic-link", "-t",
@@ -371,9 +373,11 @@ _GIT_READS = ("status diff log show blame grep ls-files ls-tree rev-parse rev-li
 _GIT_NO_NEW_FILES = frozenset(_GIT_READS.split())
 
 
-def creates_unknown_names(name: str, words: Sequence[Word]) -> bool:
+def creates_unknown_names(name: str, words: Sequence[Word], globs_too: bool = True) -> bool:
     """Whether the command may create files whose names and kinds are not among the writes
-    recorded for it (an unknown program, a build, an archive, a symbolic link, git)."""
+    recorded for it (an unknown program, a build, an archive, a symbolic link, git).
+    `globs_too`: a glob that may expand to an option (`cp * d` with a file named -s) counts;
+    without, only options computed at run time do."""
     if name in _CREATES_NOTHING:
         return False
     if name == "git":
@@ -384,7 +388,7 @@ def creates_unknown_names(name: str, words: Sequence[Word]) -> bool:
     risky = _UNRECORDED_OPTIONS.get(name, ())
     for word in words[1:]:
         text = word.text
-        if word.may_be_option:
+        if word.may_be_option and (globs_too or word.dynamic):
             return True  # an option computed at run time: -s, -r, ... may be among them
         if text == "--":
             return False

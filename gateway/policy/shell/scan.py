@@ -29,9 +29,9 @@ from gateway.policy.shell import programs
 from gateway.policy.shell.argv import SPECS, Invocation, analyze, normalize_name
 from gateway.policy.shell.evaluation import NAME_TAKING, EvalHazards
 from gateway.policy.shell.files import DISK, Files, resolve
-from gateway.policy.shell.fileuse import creates_unknown_names, file_uses
+from gateway.policy.shell.fileuse import CHANGES_ONLY, creates_unknown_names, file_uses
 from gateway.policy.shell.findcmd import analyse_find
-from gateway.policy.shell.globs import GLOB_CHARS, options_set
+from gateway.policy.shell.globs import GLOB_CHARS, is_glob, options_set
 from gateway.policy.shell.interp.programs import INTERPRETERS, OPAQUE_LANGUAGES, language_of
 from gateway.policy.shell.lexer import lex
 from gateway.policy.shell.producers import literal_output
@@ -225,12 +225,16 @@ def scan(command: str, cwd: str = "", *, files: Files = DISK,
         if collecting:
             gc.enable()
     commands = tuple(walker.commands)
-    return Scan(commands, walker.problem, tuple(walker.flows), refused,
-                tuple(walker.expanded_accesses()), tuple(dict.fromkeys(walker.cwds)),
-                walker.cwd_unknown, walker.unsafe_for_allow,
-                options_set(((c.name, c.words) for c in commands), walker.variables.bound,
-                            files.environment),
-                _creates(commands))
+    accesses = tuple(walker.expanded_accesses())
+    cwds = tuple(dict.fromkeys(walker.cwds))
+    options = options_set(((c.name, c.words) for c in commands), walker.variables.bound,
+                          files.environment)
+    if not (_creates(commands, globs_too=False) or walker.cwd_unknown
+            or walker.dash_names):
+        commands = tuple(_settled(c, files, cwds, options) for c in commands)
+    creates = _creates(commands)
+    return Scan(commands, walker.problem, tuple(walker.flows), refused, accesses, cwds,
+                walker.cwd_unknown, walker.unsafe_for_allow, options, creates)
 
 
 @dataclass
@@ -254,12 +258,18 @@ class _Walker:
     cwds: list[str] = field(default_factory=list)
     cwd_unknown: bool = False
     unsafe_for_allow: str = ""
+    dash_names: bool = False
+    """The command may create a file whose name begins with '-' (a glob in it may then
+    expand to an option)."""
     outputs: dict[int, list[Word]] = field(default_factory=dict)
     """What a command writes to stdout when that is a set of paths (find's selection)."""
 
     def access(self, mode: Literal["read", "write"], path: Word, command: str,
-               possible: bool = False) -> None:
+               possible: bool = False, creates: bool = True) -> None:
+        """`creates`: a write may create the file (not rm, chmod: they change what is)."""
         if (path.text or path.dynamic) and path.text != "-" and not path.process:
+            if mode == "write" and creates and not self.dash_names:
+                self.dash_names = _may_begin_with_dash(path)
             self.variables.used(path)
             self.accesses.append(Access(mode, path, command[:200], possible))
 
@@ -782,7 +792,7 @@ class _Walker:
                                              word.globby), text, possible=True)
             return
         for mode, path in uses:
-            self.access(mode, path, text)
+            self.access(mode, path, text, creates=name not in CHANGES_ONLY)
         self.directories(name, words)
 
     def directories(self, name: str, words: Sequence[Word]) -> None:
@@ -1194,12 +1204,38 @@ RUNNERS = frozenset({
 one of these may be the start of a command the program runs."""
 
 
-def _creates(commands: Sequence[SimpleCommand]) -> str:
+def _may_begin_with_dash(path: Word) -> bool:
+    """Whether a file written at `path` may have a name beginning with '-'."""
+    name = path.text.rstrip("/").rsplit("/", 1)[-1]
+    return name.startswith("-") or (path.dynamic and (
+        bool(path.pattern) or any(c in name for c in "$`"))) or (
+        is_glob(path) and name[:1] in ("*", "?", "[", "{"))
+
+
+def _settled(command: SimpleCommand, files: Files, cwds: Sequence[str],
+             options: frozenset[str]) -> SimpleCommand:
+    """The command with each glob that could expand to an option looked up on disk: one
+    that expands to no word beginning with '-' (`rm -f *.o`) is no option."""
+    changed = False
+    words = list(command.words)
+    for k, word in enumerate(words[1:], start=1):
+        if not word.option_glob or word.dynamic:
+            continue
+        found = [files.glob(word.text, cwd, options) for cwd in cwds]
+        if any(f is None for f in found) or any(
+                n.startswith("-") and n != word.text for f in found if f for n in f):
+            continue
+        words[k] = _replace_word(word, dashless=True)
+        changed = True
+    return _replace(command, words=tuple(words)) if changed else command
+
+
+def _creates(commands: Sequence[SimpleCommand], globs_too: bool = True) -> str:
     """Why the command may create files no recorded write names ('' when it cannot)."""
     for command in commands:
         if command.name in _RUNS_OTHERS:
             continue  # what it runs is a command of the scan
-        if creates_unknown_names(command.name, command.words):
+        if creates_unknown_names(command.name, command.words, globs_too):
             return f"`{command.text[:80]}` may create files"
     return ""
 
@@ -1299,6 +1335,12 @@ def _replace_access(access: Access, **changes: object) -> Access:
     from dataclasses import replace
 
     return replace(access, **(changes or {"possible": True}))  # type: ignore[arg-type]
+
+
+def _replace_word(word: Word, **changes: object) -> Word:
+    from dataclasses import replace
+
+    return replace(word, **changes)  # type: ignore[arg-type]
 
 
 def _replace(command: SimpleCommand, **changes: object) -> SimpleCommand:

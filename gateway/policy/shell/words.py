@@ -47,12 +47,22 @@ class Word:
     leading dot and whose `**` is any number of directories, relative to the command's
     directory unless absolute."""
 
+    dashless: bool = False
+    """A glob known to expand to no word beginning with '-' but its own text (looked up
+    on disk when nothing in the command may create such a name first)."""
+
     @property
     def may_be_option(self) -> bool:
-        """Could start with '-' once expanded: `$o`, `-$o`, `-"$o"`, `*` (a file named -rf)."""
+        """Could start with '-' once expanded: `$o`, `-$o`, `-"$o"`, `*` or `-*` (a file
+        named -rf)."""
         if self.lead_dynamic or (self.dynamic and self.text.startswith("-")):
             return True
-        return self.globby and self.text[:1] in ("*", "?", "[", "{")
+        return self.option_glob and not self.dashless
+
+    @property
+    def option_glob(self) -> bool:
+        """A glob whose expansion could begin with '-'."""
+        return self.globby and self.text[:1] in ("*", "?", "[", "{", "-")
 
 
 def _text(node: Node) -> str:
