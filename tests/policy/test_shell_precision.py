@@ -304,3 +304,27 @@ def test_a_glob_stays_a_possible_option_where_a_step_may_create_names(
     for command in ("make >/dev/null; rm -f *.o", "tar xf x.tar; rm -f *",
                     "f=$(mktemp); rm -f *.o"):
         assert _decide(policy, command, project) == "deny", command
+
+
+@pytest.mark.parametrize(("command", "setup"), [
+    ("perl -n *", "touch -- '-esystem(q(rm -rf victim))'"),
+    ("perl -ne print * >/dev/null", "touch -- 'rm -rf victim|'"),
+    ("touch -- 'rm -rf victim|'; perl -ne print *vict* >/dev/null 2>&1", ""),
+])
+def test_a_glob_perl_would_read_as_code_is_denied(policy: Policy, project: Path,
+                                                 in_home: Path, command: str,
+                                                 setup: str) -> None:
+    (project / "victim").mkdir()
+    _setup(setup, project, in_home)
+    assert _decide(policy, command, project) == "deny", command
+    _run(command, project, in_home)
+    assert not (project / "victim").exists(), command
+
+
+@pytest.mark.parametrize("command", [
+    "perl -pi -e 's/foo/bar/g' *.py", "perl -pi -e 's/foo/bar/g' src/*.py",
+    "perl -ne 'print if /x/' *.txt", "python3 src/*.py",
+])
+def test_globs_to_plain_names_are_not_denied_for_interpreters(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command

@@ -32,7 +32,12 @@ from gateway.policy.shell.files import DISK, Files, resolve
 from gateway.policy.shell.fileuse import CHANGES_ONLY, creates_unknown_names, file_uses
 from gateway.policy.shell.findcmd import analyse_find
 from gateway.policy.shell.globs import GLOB_CHARS, is_glob, options_set
-from gateway.policy.shell.interp.programs import INTERPRETERS, OPAQUE_LANGUAGES, language_of
+from gateway.policy.shell.interp.programs import (
+    INTERPRETERS,
+    OPAQUE_LANGUAGES,
+    interpreter_base,
+    language_of,
+)
 from gateway.policy.shell.lexer import lex
 from gateway.policy.shell.producers import literal_output
 from gateway.policy.shell.special import SPECIAL_PROGRAMS, SpecialRun, special_program
@@ -229,9 +234,7 @@ def scan(command: str, cwd: str = "", *, files: Files = DISK,
     cwds = tuple(dict.fromkeys(walker.cwds))
     options = options_set(((c.name, c.words) for c in commands), walker.variables.bound,
                           files.environment)
-    if not (_creates(commands, globs_too=False) or walker.cwd_unknown
-            or walker.dash_names):
-        commands = tuple(_settled(c, files, cwds, options) for c in commands)
+    commands = _checked_settled(commands, walker, files, cwds, options)
     creates = _creates(commands)
     return Scan(commands, walker.problem, tuple(walker.flows), refused, accesses, cwds,
                 walker.cwd_unknown, walker.unsafe_for_allow, options, creates)
@@ -258,18 +261,19 @@ class _Walker:
     cwds: list[str] = field(default_factory=list)
     cwd_unknown: bool = False
     unsafe_for_allow: str = ""
-    dash_names: bool = False
-    """The command may create a file whose name begins with '-' (a glob in it may then
-    expand to an option)."""
+    dash_writers: set[int] = field(default_factory=set)
+    """Commands that may create a file whose name begins with '-' (a glob may then expand
+    to an option); -1 for a redirection or code, which may run before any command."""
     outputs: dict[int, list[Word]] = field(default_factory=dict)
     """What a command writes to stdout when that is a set of paths (find's selection)."""
 
     def access(self, mode: Literal["read", "write"], path: Word, command: str,
-               possible: bool = False, creates: bool = True) -> None:
-        """`creates`: a write may create the file (not rm, chmod: they change what is)."""
+               possible: bool = False, creates: bool = True, own: int = -1) -> None:
+        """`creates`: a write may create the file (not rm, chmod: they change what is);
+        `own`: the command whose own run writes it (after bash expanded its words)."""
         if (path.text or path.dynamic) and path.text != "-" and not path.process:
-            if mode == "write" and creates and not self.dash_names:
-                self.dash_names = _may_begin_with_dash(path)
+            if mode == "write" and creates and _special_name_possible(path):
+                self.dash_writers.add(own)
             self.variables.used(path)
             self.accesses.append(Access(mode, path, command[:200], possible))
 
@@ -414,7 +418,7 @@ class _Walker:
         for path in inline.reads:
             self.access("read", path, name)
         for path in inline.writes:
-            self.access("write", path, name)
+            self.access("write", path, name, own=index)
         if inline.script_path is not None:
             self.access("read", inline.script_path, self.commands[index].text)
         if inline.source is not None or inline.from_stdin or inline.loads:
@@ -792,7 +796,8 @@ class _Walker:
                                              word.globby), text, possible=True)
             return
         for mode, path in uses:
-            self.access(mode, path, text, creates=name not in CHANGES_ONLY)
+            self.access(mode, path, text, creates=name not in CHANGES_ONLY,
+                        own=len(self.commands) - 1)
         self.directories(name, words)
 
     def directories(self, name: str, words: Sequence[Word]) -> None:
@@ -810,6 +815,19 @@ class _Walker:
             else:
                 self.cwds.append(resolve(target.text, self.cwds[-1] if self.cwds else self.cwd))
 
+    def settle(self, word: Word) -> Word:
+        """A glob that expands, in every directory the command has reached so far, to no
+        word beginning with '-' is no option (checked again once the whole command is
+        known: a later step may create such a name, or `cd` elsewhere, first)."""
+        if not word.globby or word.dynamic or word.plain_names or self.cwd_unknown:
+            return word
+        cwds = dict.fromkeys(self.cwds or [self.cwd or "/"])
+        for cwd in cwds:
+            found = self.files.glob(word.text, cwd)
+            if found is None or any(_special_name(n) and n != word.text for n in found):
+                return word
+        return _replace_word(word, plain_names=True)
+
     def emit(self, words: Sequence[Word], via: tuple[str, ...], depth: int, feed: Feed, *,
              appended: bool = False) -> None:
         if not words:
@@ -822,6 +840,7 @@ class _Walker:
         if not _SYNTAX_IN_NAME.isdisjoint(head.text):
             self.fail(f"a command name holds shell syntax: {head.text[:60]}")
             return
+        words = [head, *(self.settle(w) for w in words[1:])]
         name = normalize_name(head.text)
         alias = self.aliases.get(head.text)
         if alias is not None and f"alias {head.text}" not in via:
@@ -1204,30 +1223,55 @@ RUNNERS = frozenset({
 one of these may be the start of a command the program runs."""
 
 
-def _may_begin_with_dash(path: Word) -> bool:
-    """Whether a file written at `path` may have a name beginning with '-'."""
+def _special_name(name: str) -> bool:
+    """A file name a program may read as more than a name: an option, a perl open mode."""
+    return name[:1] in ("-", "|", "<", ">", "+", " ", "\t") or name.endswith("|")
+
+
+def _special_name_possible(path: Word) -> bool:
+    """Whether a file written at `path` may have a name a program reads as more than a
+    name (see `_special_name`)."""
     name = path.text.rstrip("/").rsplit("/", 1)[-1]
-    return name.startswith("-") or (path.dynamic and (
+    return _special_name(name) or (path.dynamic and (
         bool(path.pattern) or any(c in name for c in "$`"))) or (
         is_glob(path) and name[:1] in ("*", "?", "[", "{"))
 
 
-def _settled(command: SimpleCommand, files: Files, cwds: Sequence[str],
-             options: frozenset[str]) -> SimpleCommand:
-    """The command with each glob that could expand to an option looked up on disk: one
-    that expands to no word beginning with '-' (`rm -f *.o`) is no option."""
-    changed = False
-    words = list(command.words)
-    for k, word in enumerate(words[1:], start=1):
-        if not word.option_glob or word.dynamic:
-            continue
-        found = [files.glob(word.text, cwd, options) for cwd in cwds]
-        if any(f is None for f in found) or any(
-                n.startswith("-") and n != word.text for f in found if f for n in f):
-            continue
-        words[k] = _replace_word(word, dashless=True)
-        changed = True
-    return _replace(command, words=tuple(words)) if changed else command
+def _checked_settled(commands: tuple[SimpleCommand, ...], walker: _Walker, files: Files,
+                     cwds: Sequence[str], options: frozenset[str]
+                     ) -> tuple[SimpleCommand, ...]:
+    """The globs the walk took for no option, checked against the whole command: nothing
+    in it may create a name beginning with '-' first, no `cd` may reach a directory where
+    one expands to such a name (with the glob options the command sets). Otherwise each is
+    a possible option again, and a program that already read them as no option (an
+    interpreter: `perl -n *` with a file named `-e...`) makes the command unparseable."""
+    def plain_names(word: Word) -> bool:
+        for cwd in cwds:
+            found = files.glob(word.text, cwd, options)
+            if found is None or any(_special_name(n) and n != word.text for n in found):
+                return False
+        return True
+
+    creating = [k for k, c in enumerate(commands) if c.name not in _RUNS_OTHERS
+                and creates_unknown_names(c.name, c.words, globs_too=False)]
+    writers = {*creating, *walker.dash_writers}
+    clear = not (walker.cwd_unknown or len(writers) > 1)
+    out: list[SimpleCommand] = []
+    for index, command in enumerate(commands):
+        # what a program creates itself comes after bash expanded its arguments
+        valid = clear and writers <= {index}
+        words = list(command.words)
+        changed = False
+        for k, word in enumerate(words):
+            if word.plain_names and not (valid and plain_names(word)):
+                words[k] = _replace_word(word, plain_names=False)
+                changed = True
+        if changed:
+            if interpreter_base(command.name) is not None:
+                walker.fail(f"`{command.text[:80]}`: a glob may expand to an option")
+            command = _replace(command, words=tuple(words))
+        out.append(command)
+    return tuple(out)
 
 
 def _creates(commands: Sequence[SimpleCommand], globs_too: bool = True) -> str:

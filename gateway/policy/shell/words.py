@@ -47,9 +47,10 @@ class Word:
     leading dot and whose `**` is any number of directories, relative to the command's
     directory unless absolute."""
 
-    dashless: bool = False
-    """A glob known to expand to no word beginning with '-' but its own text (looked up
-    on disk when nothing in the command may create such a name first)."""
+    plain_names: bool = False
+    """A glob known to expand only to plain names besides its own text: none begins with
+    '-' (an option) or '|', '<', '>', '+', a blank, nor ends with '|' (perl's two-argument
+    open); looked up on disk when nothing in the command may create such a name first."""
 
     @property
     def may_be_option(self) -> bool:
@@ -57,7 +58,7 @@ class Word:
         named -rf)."""
         if self.lead_dynamic or (self.dynamic and self.text.startswith("-")):
             return True
-        return self.option_glob and not self.dashless
+        return self.option_glob and not self.plain_names
 
     @property
     def option_glob(self) -> bool:
