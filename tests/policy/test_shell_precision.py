@@ -328,3 +328,45 @@ def test_a_glob_perl_would_read_as_code_is_denied(policy: Policy, project: Path,
 def test_globs_to_plain_names_are_not_denied_for_interpreters(
         policy: Policy, project: Path, in_home: Path, command: str) -> None:
     assert _decide(policy, command, project) == "abstain", command
+
+
+TYPED_BENIGN = [
+    # PIDs, dates, owners, modes, numbers, expressions: not files
+    "top -b -n 1 -p $(pgrep -d, python)", "kill -9 $(pgrep -f webpack)",
+    "kill -HUP $(cat /tmp/app.pid 2>/dev/null)", "renice -n 5 -p $(pgrep make)",
+    'touch -d "$(date -r a.txt) - 2 hours" a.txt', 'date -d "$when" +%F',
+    'chown -R "$USER" src', 'chmod 644 src/main.py', 'chmod -w a.txt', 'expr "$n" + 1',
+    'test -n "$x" && echo set', 'jq --arg v "$x" .a a.txt', 'sleep "$((n * 2))"',
+    'truncate -s "$size" a.txt', 'mkdir -m "$mode" -p build', "rename 's/a/b/' *.jpeg",
+    'numfmt --to=iec "$bytes"', 'lsof -t -i:"$port"',
+]
+
+
+@pytest.mark.parametrize("command", TYPED_BENIGN)
+def test_arguments_typed_by_program_are_not_paths(policy: Policy, project: Path,
+                                                  in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command
+
+
+def test_jq_rawfile_reads_the_file(policy: Policy, project: Path, in_home: Path) -> None:
+    for command in ("jq -n --rawfile x .env '$x'", "jq -n --slurpfile x app/.env '$x' || :"):
+        assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run("jq -n --rawfile x .env '$x'", project, in_home)
+
+
+def test_a_mode_that_looks_like_an_option_still_names_the_file(
+        policy: Policy, project: Path, in_home: Path) -> None:
+    workflow = project / ".github" / "workflows" / "ci.yml"
+    workflow.parent.mkdir(parents=True)
+    workflow.write_text("on: push\n")
+    for command in ("chmod -w .github/workflows/ci.yml", "chmod a-w,u+x .github/workflows/ci.yml",
+                    "chown --reference=a.txt .github/workflows/ci.yml"):
+        assert _decide(policy, command, project) == "deny", command
+    _run("chmod -w .github/workflows/ci.yml", project, in_home)
+    assert not workflow.stat().st_mode & 0o200
+
+
+@pytest.mark.parametrize("command", ['frob "$x"', "frob $(cat list)"])
+def test_an_unknown_programs_run_time_arguments_stay_uncertain(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command

@@ -8,6 +8,7 @@ option values are *possible* reads (a rule they match is uncertain).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -17,7 +18,7 @@ from gateway.policy.shell.words import Word
 
 Mode = Literal["read", "write"]
 Operands = Literal["read", "write", "none", "to-last", "pattern-then-read", "script-then-read",
-                   "in-out", "archive"]
+                   "value-then-write", "in-out", "archive"]
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ class FileUse:
     files; to-last: sources read, the last operand written (cp, install, ln); in-out: the
     first read, the second written (uniq, xxd); pattern-then-read: the first operand is a
     pattern unless -e/-f gives it (grep); script-then-read: the first is a program text
-    (awk, sed, jq); archive: tar/zip (see `_archive`)."""
+    (awk, sed, jq); value-then-write: the first is a mode, an owner or an expression and
+    the rest are written (chmod, chown, rename); archive: tar/zip (see `_archive`)."""
     reads: frozenset[str] = frozenset()
     writes: frozenset[str] = frozenset()
     values: frozenset[str] = frozenset()
@@ -39,13 +41,21 @@ class FileUse:
     globs: bool = False
     """The program expands glob patterns in its operands itself (zip '*.c'): a quoted
     pattern is still a pattern."""
+    pairs: frozenset[str] = frozenset()
+    """Options that take a name and then a value (jq --arg NAME VALUE)."""
+    pair_reads: frozenset[str] = frozenset()
+    """Options that take a name and then a file that is read (jq --rawfile NAME FILE)."""
+    value_word: re.Pattern[str] | None = None
+    """An option-like word that is the leading value operand (chmod -w FILE)."""
 
 
 def _u(operands: Operands = "read", reads: str = "", writes: str = "", values: str = "",
-       pattern: str = "", in_place: str = "", globs: bool = False) -> FileUse:
+       pattern: str = "", in_place: str = "", globs: bool = False, pairs: str = "",
+       pair_reads: str = "", value_word: str = "") -> FileUse:
     return FileUse(operands, frozenset(reads.split()), frozenset(writes.split()),
                    frozenset(values.split()), frozenset(pattern.split()),
-                   frozenset(in_place.split()), globs)
+                   frozenset(in_place.split()), globs, frozenset(pairs.split()),
+                   frozenset(pair_reads.split()), re.compile(value_word) if value_word else None)
 
 
 _READERS = ("cat tac head tail less more most nl wc base64 base32 basenc od hexdump strings "
@@ -93,8 +103,6 @@ FILE_USES: dict[str, FileUse] = {
     "mawk": _u("script-then-read", reads="-f", pattern="-f", values="-F -v"),
     "sed": _u("script-then-read", reads="-f --file", pattern="-e --expression -f --file",
               values="-l --line-length", in_place="-i --in-place"),
-    "jq": _u("script-then-read", reads="--rawfile --slurpfile -f --from-file",
-             values="--arg --argjson --indent --tab"),
     "yq": _u("script-then-read", values="-o --output-format -I --indent"),
     "cp": _u("to-last", values="-S --suffix --backup --preserve --no-preserve --reflink "
              "--sparse", writes="-t --target-directory"),
@@ -164,6 +172,36 @@ FILE_USES: dict[str, FileUse] = {
     "ping": _u("none"), "dig": _u("none"), "ssh": _u("none", reads="-F -i"),
     "sudo": _u("none"), "timeout": _u("none"), "nice": _u("none"), "nohup": _u("none"),
     "tmux": _u("none"), "watch": _u("none"), "chroot": _u("none"), "flock": _u("none"),
+    # -- arguments that are not files: modes, owners, dates, numbers, PIDs, expressions --
+    "chmod": _u("value-then-write", values="--reference", pattern="--reference",
+                value_word=r"-[rwxXstugoa=+,-]+"),
+    "chown": _u("value-then-write", values="--reference --from", pattern="--reference"),
+    "chgrp": _u("value-then-write", values="--reference", pattern="--reference"),
+    "rename": _u("value-then-write"),  # perl's rename: an expression, then the files
+    "touch": _u("write", values="-d --date -t -r --reference"),
+    "truncate": _u("write", values="-s --size -r --reference"),
+    "mkdir": _u("write", values="-m --mode --context"),
+    "jq": _u("script-then-read", reads="-f --from-file", values="--indent --tab",
+             pairs="--arg --argjson", pair_reads="--rawfile --slurpfile"),
+    "iconv": _u("read", writes="-o --output", values="-f --from-code -t --to-code"),
+    "shuf": _u("read", writes="-o --output", values="-n --head-count -i --input-range "
+               "--random-source"),
+    "split": _u("in-out", values="-l --lines -b --bytes -C --line-bytes -n --number -a "
+                "--suffix-length --additional-suffix -t --separator"),
+    "column": _u("read", values="-s --separator -c --output-width -o --output-separator "
+                 "-N --table-columns -R --table-right"),
+    "base64": _u("read", values="-w --wrap"), "base32": _u("read", values="-w --wrap"),
+    "numfmt": _u("none"), "factor": _u("none"), "usleep": _u("none"),
+    "top": _u("none"), "htop": _u("none"), "renice": _u("none"), "killall": _u("none"),
+    "pidof": _u("none"), "pstree": _u("none"), "pmap": _u("none"), "lsof": _u("none"),
+    "getent": _u("none"), "groups": _u("none"), "who": _u("none"), "w": _u("none"),
+    "uptime": _u("none"), "nproc": _u("none"), "free": _u("none"), "cal": _u("none"),
+    "tput": _u("none"), "stty": _u("none"), "tty": _u("none"), "locale": _u("none"),
+    "getconf": _u("none"), "uuidgen": _u("none"), "nc": _u("none"), "ncat": _u("none"),
+    "nslookup": _u("none"), "host": _u("none"), "traceroute": _u("none"),
+    "ss": _u("none"), "netstat": _u("none"), "ip": _u("none"), "ifconfig": _u("none"),
+    "whereis": _u("none"), "whatis": _u("none"), "apropos": _u("none"), "tldr": _u("none"),
+    "info": _u("none"), "fg": _u("none"), "bg": _u("none"), "disown": _u("none"),
 }
 
 GIT_PATH_SUBCOMMANDS: dict[str, Mode] = {
@@ -200,6 +238,14 @@ def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | Non
             continue
         if text == "--":
             ended = True
+            continue
+        if use.value_word is not None and use.value_word.fullmatch(text):
+            operands.append(word)  # chmod -w FILE: the mode
+            continue
+        if text in use.pairs or text in use.pair_reads:
+            if text in use.pair_reads and i + 1 < len(words):
+                found.append(("read", words[i + 1]))
+            i += 2
             continue
         opt, eq, attached = text.partition("=")
         value = Word(attached, dynamic=word.dynamic) if eq else None
@@ -246,11 +292,12 @@ _GLOB = frozenset("*?[")
 def _operands(use: FileUse, name: str, operands: list[Word], pattern_given: bool,
               in_place: bool) -> list[tuple[Mode, Word]]:
     kind = use.operands
-    if kind in ("pattern-then-read", "script-then-read") and not pattern_given:
+    if kind in ("pattern-then-read", "script-then-read", "value-then-write") and (
+            not pattern_given):
         operands = operands[1:]
     if kind == "none":
         return []
-    if kind == "write":
+    if kind in ("write", "value-then-write"):
         return [("write", w) for w in operands]
     if kind == "to-last":
         if len(operands) < 2:
