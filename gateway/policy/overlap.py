@@ -94,19 +94,26 @@ class RuleShape:
     body: tuple[str, ...]
     root: str
     """The literal directory an anchored rule's files are all under."""
+    under: tuple[tuple[str, ...], ...] = ()
+    """`exact` and everything below what it matches (gitignore semantics)."""
 
 
 def rule_shape(pattern: PathPattern, cwd: str, real: Real = os.path.realpath) -> RuleShape:
-    body = _rule_body(pattern.source)
-    if pattern.floating:
-        return RuleShape(((ANY, *body),), True, body, "")
-    if pattern.anchor == "abs":
-        bases = ["/"]
+    if pattern.floating or pattern.anchor == "abs":
+        base = "/"
     else:
         base = os.path.expanduser("~") if pattern.anchor == "home" else (cwd or "/")
-        bases = list(dict.fromkeys((base, real(base))))
-    return RuleShape(tuple((*components(b), *body) for b in bases), False, body,
-                     pattern.search_root(cwd))
+    return _shape(pattern.source, pattern.floating, base, real(base),
+                  "" if pattern.floating else os.path.join(base, pattern.prefix))
+
+
+@lru_cache(maxsize=4096)
+def _shape(source: str, floating: bool, base: str, real_base: str, root: str) -> RuleShape:
+    body = _rule_body(source)
+    if floating:
+        return RuleShape(((ANY, *body),), True, body, "", ((ANY, *body, ANY),))
+    exact = tuple((*components(b), *body) for b in dict.fromkeys((base, real_base)))
+    return RuleShape(exact, False, body, root, tuple((*form, ANY) for form in exact))
 
 
 @lru_cache(maxsize=1024)
@@ -255,8 +262,7 @@ def could_name(path: Sequence[tuple[str, ...]] | None, rule: RuleShape,
     directory of that name, looked for where the pattern starts and in `cwd`."""
     if path is None:
         return True
-    under = [(*form, ANY) for form in rule.exact]
-    if not any(_literal_heads_agree(p, u) and meet(p, u) for p in path for u in under):
+    if not any(_literal_heads_agree(p, u) and meet(p, u) for p in path for u in rule.under):
         return False
     if creates:
         return True

@@ -370,3 +370,27 @@ def test_a_mode_that_looks_like_an_option_still_names_the_file(
 def test_an_unknown_programs_run_time_arguments_stay_uncertain(
         policy: Policy, project: Path, in_home: Path, command: str) -> None:
     assert _decide(policy, command, project) == "deny", command
+
+
+LISTING_BENIGN = [
+    "ls *.txt | xargs -I{} mv {} {}.bak", "ls *.bak 2>/dev/null | xargs -r rm",
+    "ls -1 a.txt src/*.py | xargs wc -l", "grep -rl TODO src | xargs sed -i 's/TODO/DONE/'",
+    "grep -l x a.txt | xargs cat",
+]
+
+
+@pytest.mark.parametrize("command", LISTING_BENIGN)
+def test_listed_files_no_rule_is_about_are_not_denied(policy: Policy, project: Path,
+                                                      in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command
+
+
+@pytest.mark.parametrize("command", [
+    "ls -A | xargs cat 2>/dev/null", "ls -d .e* | xargs cat", "ls app/.e* | xargs cat",
+    "grep -rl KEY . | xargs cat", "grep -l KEY a.txt .env | xargs cat",
+    "ls app | xargs -I{} cat app/{} 2>/dev/null; ls -a app | xargs -I{} cat app/{} 2>/dev/null",
+])
+def test_listed_files_a_rule_is_about_are_denied(policy: Policy, project: Path,
+                                                 in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command

@@ -33,6 +33,10 @@ class Files(Protocol):
         options (the word itself when it matches nothing; None: cannot tell)."""
         ...
 
+    def is_dir(self, path: str, cwd: str) -> bool:
+        """Whether `path` is a directory now (symbolic links followed)."""
+        ...
+
     def git_alias(self, name: str, cwd: str) -> Word | None:
         """`alias.NAME` from the git configuration in force; a dynamic Word when it cannot
         be known (a config that does not parse, or includes other files)."""
@@ -79,6 +83,9 @@ class DiskFiles:
         from gateway.policy.shell.globs import glob_names
 
         return glob_names(pattern, cwd, options, False)
+
+    def is_dir(self, path: str, cwd: str) -> bool:
+        return os.path.isdir(resolve(path, cwd))
 
     def git_alias(self, name: str, cwd: str) -> Word | None:
         for path in _git_config_files(cwd):

@@ -39,6 +39,7 @@ from gateway.policy.shell.interp.programs import (
     language_of,
 )
 from gateway.policy.shell.lexer import lex
+from gateway.policy.shell.listings import listed
 from gateway.policy.shell.producers import literal_output
 from gateway.policy.shell.special import SPECIAL_PROGRAMS, SpecialRun, special_program
 from gateway.policy.shell.variables import Variables
@@ -261,6 +262,10 @@ class _Walker:
     cwds: list[str] = field(default_factory=list)
     cwd_unknown: bool = False
     unsafe_for_allow: str = ""
+    globbed: dict[tuple[str, str, frozenset[str]], list[str] | None] = field(
+        default_factory=dict)
+    created: bool = False
+    """A command walked so far may create files no recorded write names."""
     dash_writers: set[int] = field(default_factory=set)
     """Commands that may create a file whose name begins with '-' (a glob may then expand
     to an option); -1 for a redirection or code, which may run before any command."""
@@ -781,7 +786,40 @@ class _Walker:
         self.commands.append(SimpleCommand(name, text, via, runs_other, tuple(words),
                                            opaque=opaque, appended=appended))
         self.file_uses(name, words, text)
-        return len(self.commands) - 1
+        index = len(self.commands) - 1
+        if name in LISTERS and not self.created:
+            found = listed(name, words, self.names_now, self.is_dir)
+            if found is not None:
+                self.outputs[index] = found
+        if not self.created and name not in _RUNS_OTHERS:
+            self.created = creates_unknown_names(name, words)
+        return index
+
+    def names_now(self, word: Word) -> list[str] | None:
+        """The names a word stands for now: itself, or a glob's matches in every
+        directory the command has reached (None when not known)."""
+        if word.dynamic or self.cwd_unknown:
+            return None
+        if not is_glob(word):
+            return [word.text]
+        names: list[str] = []
+        for cwd in dict.fromkeys(self.cwds or [self.cwd or "/"]):
+            found = self.glob(word.text, cwd)
+            if found is None:
+                return None
+            names.extend(found)
+        return list(dict.fromkeys(names))
+
+    def glob(self, pattern: str, cwd: str, options: frozenset[str] = frozenset()
+             ) -> list[str] | None:
+        """files.glob, once per pattern, directory and options in a scan."""
+        key = (pattern, cwd, options)
+        if key not in self.globbed:
+            self.globbed[key] = self.files.glob(pattern, cwd, options)
+        return self.globbed[key]
+
+    def is_dir(self, name: str) -> bool:
+        return any(self.files.is_dir(name, cwd) for cwd in self.cwds or [self.cwd or "/"])
 
     def file_uses(self, name: str, words: Sequence[Word], text: str) -> None:
         if name in _SCRIPT_RUNNERS:
@@ -823,7 +861,7 @@ class _Walker:
             return word
         cwds = dict.fromkeys(self.cwds or [self.cwd or "/"])
         for cwd in cwds:
-            found = self.files.glob(word.text, cwd)
+            found = self.glob(word.text, cwd)
             if found is None or any(_special_name(n) and n != word.text for n in found):
                 return word
         return _replace_word(word, plain_names=True)
@@ -1214,6 +1252,7 @@ def _nameref(texts: Sequence[str]) -> bool:
 _SCRIPT_RUNNERS = frozenset({*SHELLS, *FOREIGN_SHELLS, "source", ".", "eval", "trap"})
 SUB_WRAPPER_PROGRAMS = frozenset(program for program, _ in SUB_WRAPPERS)
 _RUNS_OTHERS = frozenset({*WRAPPERS, *SHELLS, *EVALS, *TRAPS, "source", "."})
+LISTERS = frozenset({"ls", "grep", "egrep", "fgrep", "rg"})
 RUNNERS = frozenset({
     *WRAPPERS, *SHELLS, *FOREIGN_SHELLS, *EVALS, *TRAPS, *FINDS, *programs.CODE_OPTIONS,
     *(program for program, _ in SUB_WRAPPERS), *SPECIAL_PROGRAMS, *INTERPRETERS, "source",
@@ -1247,7 +1286,7 @@ def _checked_settled(commands: tuple[SimpleCommand, ...], walker: _Walker, files
     interpreter: `perl -n *` with a file named `-e...`) makes the command unparseable."""
     def plain_names(word: Word) -> bool:
         for cwd in cwds:
-            found = files.glob(word.text, cwd, options)
+            found = walker.glob(word.text, cwd, options)
             if found is None or any(_special_name(n) and n != word.text for n in found):
                 return False
         return True
