@@ -236,8 +236,8 @@ def path_forms(word: Word, cwds: Sequence[str], cwd_unknown: bool,
     have, as component sequences from each directory it may be relative to; None when
     they cannot be placed."""
     patterns = [word.pattern] if word.pattern else alternatives(word.text)
-    if patterns is None:
-        return None
+    if patterns is None or (word.pattern and any(c in word.pattern for c in "$`")):
+        return None  # a part only known at run time
     bases: list[str | None] = [*cwds, *([None] if cwd_unknown else [])]
     out: list[tuple[str, ...]] = []
     for pattern in patterns:

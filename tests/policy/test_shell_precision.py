@@ -394,3 +394,29 @@ def test_listed_files_a_rule_is_about_are_denied(policy: Policy, project: Path,
                                                  in_home: Path, command: str) -> None:
     assert _decide(policy, command, project) == "deny", command
     assert SECRET in _run(command, project, in_home), command
+
+
+@pytest.mark.parametrize("command", [
+    "ln -s ~ h; cat h/.ssh/id_rsa", "ln -s ~/.ssh k && cat k/id_rsa", "ln -s app k; cat k/.e*",
+    "mkdir d && ln -s ../.env d/x && cat d/x", "cp -s \"$PWD/.env\" x.txt; cat *.txt",
+])
+def test_a_symbolic_link_the_command_makes_reads_its_target(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+@pytest.mark.parametrize("command", [
+    "ln -s ../shared/config.yaml config.yaml", "ln -sf src/main.py main.py",
+    "ln -s src lib && ls lib",
+])
+def test_links_to_unprotected_files_are_not_denied(policy: Policy, project: Path,
+                                                   in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command
+
+
+def test_a_link_to_a_variable_target_reads_what_it_holds(policy: Policy, project: Path,
+                                                         in_home: Path) -> None:
+    command = 'ln -s "$HOME" h; cat h/.ssh/id_rsa'
+    assert _decide(policy, command, project) == "deny"
+    assert SECRET in _run(command, project, in_home)

@@ -272,8 +272,30 @@ def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | Non
                 found.append(("read", path))
     if use.globs:
         operands = [_pattern(w) for w in operands]
+    if name in ("ln", "cp") and _symbolic(words) and len(operands) > 1:
+        operands = [*(_linked(w, operands[-1]) for w in operands[:-1]), operands[-1]]
     found.extend(_operands(use, name, operands, pattern_given, in_place))
     return found
+
+
+def _symbolic(words: Sequence[Word]) -> bool:
+    return any(w.text in ("--symbolic", "--symbolic-link") or (
+        w.text.startswith("-") and not w.text.startswith("--") and "s" in w.text[1:])
+        for w in words[1:])
+
+
+def _linked(target: Word, link: Word) -> Word:
+    """A symbolic link to `target` makes everything under it reachable under another name
+    (`ln -s ~ h; cat h/.ssh/id_rsa`): the link reads it all. A relative target is relative
+    to the link's directory."""
+    if target.dynamic and not _REFERENCE_ONLY.fullmatch(target.text):
+        return target
+    text = target.text
+    if not text.startswith(("/", "~")) and "/" in link.text.rstrip("/"):
+        base = link.text.rstrip("/").rsplit("/", 1)[0]
+        text = f"{base}/{text}"
+    below = f"{text.rstrip('/')}/**"
+    return Word(text, dynamic=True, pattern=below)
 
 
 def _pattern(word: Word) -> Word:
@@ -287,6 +309,8 @@ def _pattern(word: Word) -> Word:
 
 
 _GLOB = frozenset("*?[")
+_REFERENCE_ONLY = re.compile(r"(?:[^$`]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)*")
+"""Text whose only expansions are plain $NAME references (resolved once the scan ends)."""
 
 
 def _operands(use: FileUse, name: str, operands: list[Word], pattern_given: bool,
@@ -305,8 +329,7 @@ def _operands(use: FileUse, name: str, operands: list[Word], pattern_given: bool
         dest = operands[-1]
         # The destination may be a directory: each source then lands inside it.
         inside: list[tuple[Mode, Word]] = [
-            ("write", Word(dest.text.rstrip("/") + "/" + w.text.rstrip("/").rsplit("/", 1)[-1],
-                           dynamic=dest.dynamic or w.dynamic)) for w in operands[:-1]]
+            ("write", _inside(dest, w)) for w in operands[:-1]]
         return [*(("read", w) for w in operands[:-1]), *(
             ("write", w) for w in operands[:-1] if name == "mv"), ("write", dest), *inside]
     if kind == "in-out":
@@ -317,6 +340,15 @@ def _operands(use: FileUse, name: str, operands: list[Word], pattern_given: bool
     if in_place:
         found += [("write", w) for w in operands]
     return found
+
+
+def _inside(dest: Word, source: Word) -> Word:
+    """Where `source` lands in the directory `dest`: under its last name."""
+    name = source.text.rstrip("/").rsplit("/", 1)[-1]
+    dynamic = dest.dynamic or (source.dynamic and not source.pattern and (
+        not name or any(c in name for c in "$`")))
+    return Word(dest.text.rstrip("/") + "/" + name, dynamic=dynamic,
+                lead_dynamic=dest.lead_dynamic)
 
 
 def _archive(name: str, operands: list[Word]) -> list[tuple[Mode, Word]]:
@@ -407,10 +439,9 @@ _RECORDED_CREATES = frozenset(_RECORDED.split())
 CHANGES_ONLY = frozenset({"rm", "rmdir", "unlink", "shred", "chmod", "chown", "chgrp"})
 """Programs whose writes remove or change files that exist: they create no name."""
 _UNRECORDED_OPTIONS: dict[str, tuple[str, ...]] = {
-    # recursive copies create the source's names; symbolic links reach anywhere
-    "cp": ("-r", "-R", "-a", "--recursive", "--archive", "-s", "--symbolic-link", "-t",
-           "--target-directory"),
-    "ln": ("-s", "--symbolic"),
+    # recursive copies create the source's names (a symbolic link's target is read as
+    # everything under it: see _linked)
+    "cp": ("-r", "-R", "-a", "--recursive", "--archive", "-t", "--target-directory"),
     "mv": ("-t", "--target-directory"),
     "gzip": ("-r", "--recursive"), "gunzip": ("-r", "--recursive"),
 }

@@ -81,6 +81,13 @@ class Variables:
         """The word with each combination of values its `$NAME`s may hold ([word] itself,
         still dynamic, when one of them is not known or there are too many). A value known
         only by its pattern (a file find selects) makes a Word with that pattern."""
+        if word.pattern:
+            if "$" not in word.pattern:
+                return [word]
+            # a pattern built on a variable (ln -s "$HOME" h: "$HOME/**")
+            found = self.alternatives(Word(word.pattern, dynamic=True), environment, cwds)
+            return [Word(w.text, dynamic=True, pattern=w.text) if not w.dynamic else word
+                    for w in found]
         if not word.dynamic or word.text.count("$") > 8:
             return [word]
         pieces = _REFERENCE.split(word.text)
