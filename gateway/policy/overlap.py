@@ -264,16 +264,16 @@ def could_name(path: Sequence[tuple[str, ...]] | None, rule: RuleShape,
         return True
     if not any(_literal_heads_agree(p, u) and meet(p, u) for p in path for u in rule.under):
         return False
-    if creates:
-        return True
     if rule.floating:
         if any(meet(p, form) for p in path for form in rule.exact):
             # a name the rule matches: is there such a file where the pattern starts?
             roots = _literal_dirs(path)
-            return not roots or any(_existing_under(root, path, pattern, cwd)
-                                    for root in roots)
+            return creates or not roots or any(_existing_under(root, path, pattern, cwd)
+                                               for root in roots)
+        # only inside a directory of that name: one the command makes holds only what it
+        # writes there, so one that is there now
         return _named_directory(rule.body, [*_literal_dirs(path), cwd or "/"])
-    return _existing_under(rule.root, path, pattern, cwd)
+    return creates or _existing_under(rule.root, path, pattern, cwd)
 
 
 def _literal_dirs(path: Sequence[tuple[str, ...]]) -> list[str]:

@@ -116,6 +116,9 @@ VARIABLE_ATTACKS = [
     # an unquoted expansion is split into fields and globbed
     "f='x .env'; cat $f 2>/dev/null",
     "f='.e*'; cat $f",
+    # operators with a literal word are followed
+    "f=x/.env; cat ${f##*/}", "f=.env.bak; cat ${f%.bak}", "cat ${F:-.env}",
+    "for f in app/.env.x; do cat \"${f%.x}\"; done",
 ]
 
 
@@ -130,6 +133,8 @@ VARIABLE_BENIGN = [
     "f=a.txt; cat $f", "out=src/main.py; cat \"$out\"", "for f in a b; do cat $f.txt; done",
     "d=src; ls $d && cat $d/main.py", "cd src && cat $PWD/main.py",
     "for f in *.py; do echo \"$f\"; done",
+    'for f in *.txt; do mv "$f" "${f%.txt}.md"; done', "f=a.env.bak; cat ${f%.bak}",
+    'for f in src/*.py; do cp "$f" "/tmp/${f##*/}"; done',
 ]
 
 
@@ -183,7 +188,7 @@ PATTERN_ATTACKS = [
     # a glob that matches nothing yet, after a step that creates files it cannot name
     ("tar xf backup.tar && cat restore/.e*",
      "mkdir restore && cp .env restore/ && tar cf backup.tar restore && rm -r restore"),
-    ("tar xf backup.tar && cat restore/*/id_rsa", "mkdir -p restore/k && cp ~/.ssh/id_rsa "
+    ("tar xf backup.tar && cat restore/*/.env", "mkdir -p restore/k && cp .env "
      "restore/k/ && tar cf backup.tar restore && rm -r restore"),
 ]
 

@@ -828,7 +828,10 @@ class _Walker:
         if uses is None:
             # An unknown program: any argument may be a file it opens.
             for word in words[1:]:
-                value = word.text.partition("=")[2] if word.text.startswith("-") else word.text
+                if not word.text.startswith("-"):
+                    self.access("read", word, text, possible=True)
+                    continue
+                value = word.text.partition("=")[2]
                 if value and not value.startswith("-"):
                     self.access("read", Word(value, word.dynamic, word.lead_dynamic,
                                              word.globby), text, possible=True)

@@ -20,7 +20,10 @@ from gateway.policy.shell.words import Word
 MAX_ALTERNATIVES = 16
 """Values one path is checked with; more, and the path is computed at run time."""
 _REFERENCE = re.compile(
-    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)\}|([A-Za-z_][A-Za-z0-9_]*|[0-9]))")
+    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(?:(%%|%|##|#|:-|-)([^{}$`\\'\"]*))?\}"
+    r"|([A-Za-z_][A-Za-z0-9_]*|[0-9]))")
+"""$NAME, ${NAME}, and ${NAME%WORD} ${NAME%%WORD} ${NAME#WORD} ${NAME##WORD}
+${NAME:-WORD} ${NAME-WORD} with a literal WORD."""
 _GLOB = frozenset("*?[")
 _FIELD_SEPARATORS = re.compile(r"[ \t\n]+")
 BASH_MANAGED = frozenset({
@@ -54,7 +57,7 @@ class Variables:
         """A path word is recorded: the names it uses may still hold inherited values."""
         if word.dynamic:
             for found in _REFERENCE.finditer(word.text):
-                name = found.group(1) or found.group(2)
+                name = found.group(1) or found.group(4)
                 if name not in self.dominated:
                     self.inherited.add(name)
 
@@ -91,16 +94,18 @@ class Variables:
         if not word.dynamic or word.text.count("$") > 8:
             return [word]
         pieces = _REFERENCE.split(word.text)
-        literal = pieces[::3]
-        if any(c in "$`" for piece in literal for c in piece) or len(pieces) < 4:
-            return [word]  # other expansions (substitutions, ${x:-y}, $@) stay unknown
+        literal = pieces[::5]
+        if any(c in "$`" for piece in literal for c in piece) or len(pieces) < 6:
+            return [word]  # other expansions (substitutions, ${x/a/b}, $@) stay unknown
         combos: list[_Combo] = [_Combo(literal[0], literal[0])]
-        for k in range(1, len(pieces), 3):
-            name = pieces[k] or pieces[k + 1]
+        for k in range(1, len(pieces), 5):
+            name, operator, argument = pieces[k] or pieces[k + 3], pieces[k + 1], pieces[k + 2]
             options = self.values(name, environment, cwds)
+            if options is not None and operator:
+                options = _operated(options, operator, argument or "")
             if options is None:
                 return [word]
-            after = literal[(k + 2) // 3]
+            after = literal[(k + 4) // 5]
             combos = [combo.then(value, after) for combo in combos for value in options]
             if len(combos) > MAX_ALTERNATIVES:
                 return [word]
@@ -121,6 +126,53 @@ class Variables:
             if len(fields) > 1:
                 out.extend(Word(f, globby=globby) for f in fields if f)
         return out
+
+
+def _operated(values: list[Word], operator: str, argument: str) -> list[Word] | None:
+    """The values after ${NAME<operator>argument}; None when that is not known here."""
+    if operator in (":-", "-"):
+        return [*values, Word(argument)]  # the value, or (unset or empty) the argument
+    out: list[Word] = []
+    for value in values:
+        known = not (value.pattern or value.globby or not _GLOB.isdisjoint(value.text))
+        text = value.pattern or value.text
+        if known:
+            out.append(Word(_strip(text, operator, argument)))
+            continue
+        # a pattern: a literal suffix or prefix it ends or starts with, the last or all but
+        # the last name (${f##*/}, ${f%/*}); nothing else is followed
+        if operator in ("%", "%%") and _GLOB.isdisjoint(argument) and text.endswith(argument):
+            stripped = text[: len(text) - len(argument)]
+        elif operator in ("#", "##") and _GLOB.isdisjoint(argument) and (
+                text.startswith(argument)):
+            stripped = text[len(argument):]
+        elif operator == "##" and argument == "*/":
+            stripped = text.rsplit("/", 1)[-1]
+        elif operator == "%" and argument == "/*" and "/" in text:
+            stripped = text.rsplit("/", 1)[0]
+        else:
+            return None
+        out.append(Word(stripped, dynamic=True, pattern=stripped) if value.pattern
+                   else Word(stripped, globby=True))
+    return out
+
+
+def _strip(text: str, operator: str, argument: str) -> str:
+    """bash's ${x%w} ${x%%w} ${x#w} ${x##w} on a known value."""
+    import fnmatch
+
+    cuts = range(len(text) + 1)
+    if operator in ("%", "%%"):
+        order = reversed(cuts) if operator == "%" else iter(cuts)
+        for i in order:
+            if fnmatch.fnmatchcase(text[i:], argument):
+                return text[:i]
+        return text
+    order = iter(cuts) if operator == "#" else reversed(cuts)
+    for i in order:
+        if fnmatch.fnmatchcase(text[:i], argument):
+            return text[i:]
+    return text
 
 
 @dataclass(frozen=True)
