@@ -425,3 +425,28 @@ def test_a_link_to_a_variable_target_reads_what_it_holds(policy: Policy, project
     command = 'ln -s "$HOME" h; cat h/.ssh/id_rsa'
     assert _decide(policy, command, project) == "deny"
     assert SECRET in _run(command, project, in_home)
+
+
+@pytest.mark.parametrize("command", [
+    "find . -name '.e*' | while read -r f; do cat \"$f\"; done",
+    "echo .env | while read f; do cat \"$f\"; done", "for f in $(echo .env); do cat $f; done",
+    "for f in $(find . -name .env); do cat \"$f\"; done",
+    "while read -r f; do cat \"$f\"; done < <(find app -name '.e*')",
+    "while read -r f; do cat \"$f\"; done <<< .env",
+    "for f in $(ls -a); do cat \"$f\" 2>/dev/null; done",
+])
+def test_loops_over_listed_files_read_them(policy: Policy, project: Path, in_home: Path,
+                                           command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+@pytest.mark.parametrize("command", [
+    'for f in $(ls *.log 2>/dev/null); do gzip "$f"; done',
+    "for f in $(find . -name '*.py'); do wc -l \"$f\"; done",
+    "find . -name '*.py' | while read -r f; do wc -l \"$f\"; done",
+    "while read -r f; do wc -l \"$f\"; done < <(find src -type f)",
+])
+def test_loops_over_listed_files_no_rule_is_about(policy: Policy, project: Path,
+                                                  in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command

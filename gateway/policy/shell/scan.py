@@ -464,10 +464,18 @@ class _Walker:
             self.assignment(node, via, depth)
             self.children(node, via, depth, feed)
         elif kind == "for_statement":
-            bound = self.for_loop(node)
-            self.children(node, via, depth, feed)
+            done = self.substituted_values(node, via, depth, feed)
+            bound = self.for_loop(node, done)
+            for child in node.named_children:
+                if child.id not in done:
+                    self.visit(child, via, depth, feed)
             if bound and not (depth == 0 and self.top_level(node)):
                 self.variables.dominated.discard(bound)  # the loop itself may not run
+        elif kind == "while_statement":
+            before = set(self.variables.dominated)
+            self.children(node, via, depth, feed)
+            # `while read f`: f holds a line only inside the loop
+            self.variables.dominated.intersection_update(before)
         else:
             if kind in ("arithmetic_expansion", "c_style_for_statement", "subscript") or (
                     kind == "compound_statement" and node.child_count
@@ -554,8 +562,8 @@ class _Walker:
                 if redirect is not None:
                     redirects.append(redirect)
                     if redirect.op in ("<", "<>") and redirect.fd in ("", "0"):
-                        body_feed = (Feed(unknown="a process substitution")
-                                     if produced is not None else Feed(path=redirect.target))
+                        body_feed = (Feed(pipe=produced) if produced is not None
+                                     else Feed(path=redirect.target))
                 if produced is not None:
                     producers.append(produced)
             else:
@@ -684,13 +692,36 @@ class _Walker:
             self.bind(name, value, node, depth)
         self.unsafe_for_allow = self.unsafe_for_allow or self.environment(name, value, via, depth)
 
-    def for_loop(self, node: Node) -> str:
+    def substituted_values(self, node: Node, via: tuple[str, ...], depth: int, feed: Feed
+                           ) -> dict[int, list[Word]]:
+        """`for f in $(cmd)`: each substitution walked first, with the words its output
+        splits into when that is known (find's selection, ls given files, literal echo)."""
+        done: dict[int, list[Word]] = {}
+        for child in node.children_by_field_name("value"):
+            if child.type != "command_substitution":
+                continue
+            start, end = self.span(child, via, depth, feed)
+            done[child.id] = self.output_words(start, end) or [word_value(child)]
+        return done
+
+    def output_words(self, start: int, end: int) -> list[Word] | None:
+        """What commands[start:end] print, split into words; None when not known."""
+        produced = self.produced(start, end) if end > start else Feed(unknown="nothing")
+        if produced.text is not None:
+            return [Word(t, verbatim=True) for t in produced.text.split()]
+        found = [self.outputs.get(k) for k in range(start, end)]
+        if not found or any(f is None for f in found):
+            return None
+        return [w for f in found if f is not None for w in f]
+
+    def for_loop(self, node: Node, substituted: dict[int, list[Word]]) -> str:
         """Binds the loop variable to each value; returns its name when the body's uses see
         only those values (and it was not bound unconditionally before)."""
         variable = node.child_by_field_name("variable")
         if variable is None:
             return ""
-        values = [word_value(c) for c in node.children_by_field_name("value")]
+        values = [v for c in node.children_by_field_name("value")
+                  for v in substituted.get(c.id, [word_value(c)])]
         dynamic = any(v.dynamic or v.globby for v in values)
         self.hazards.assign(_text(variable), " ".join(v.text for v in values), dynamic)
         if not values:
@@ -698,7 +729,7 @@ class _Walker:
         name = _text(variable)
         for value in values:
             self.bind(name, value)
-        if values and not any(v.dynamic for v in values) and (
+        if values and not any(v.dynamic and not v.pattern for v in values) and (
                 name not in self.variables.dominated):
             self.variables.dominated.add(name)
             return name
@@ -928,6 +959,8 @@ class _Walker:
         if name in NAME_TAKING or name in ("hash", "enable", "fc", "compgen", "complete",
                                            "bind"):
             self.builtin(name, words, via, depth)
+            if name == "read":
+                self.read_lines(words, feed)
             return
         special = special_program(name, words)
         opaque = special is None and name not in programs.CODE_OPTIONS and (
@@ -936,6 +969,30 @@ class _Walker:
         self.carried(name, special, via, depth, feed, index)
         if opaque:
             self.look_ahead(name, words, via, depth, feed)
+
+    def read_lines(self, words: Sequence[Word], feed: Feed) -> None:
+        """`read -r f` fed a known list (find's selection, a literal): f holds one of its
+        lines (after the walk's first binding, which took it as unknown)."""
+        args = [w.text for w in words[1:]]
+        names = [a for a in args if not a.startswith("-")]
+        if len(names) != 1 or any(a not in ("-r",) for a in args if a.startswith("-")):
+            return
+        lines: list[Word] | None = None
+        if feed.pipe is not None:
+            produced = self.produced(*feed.pipe)
+            if produced.text is None:
+                lines = self.output_words(*feed.pipe)
+            feed = produced
+        if feed.text is not None and "\\" not in feed.text:
+            lines = [Word(line.strip(), verbatim=True) for line in feed.text.splitlines()]
+        if lines is None or any(w.dynamic and not w.pattern for w in lines):
+            return
+        bound = self.variables.bound.get(names[0], [])
+        if bound and bound[-1].dynamic and not bound[-1].pattern:
+            bound.pop()  # the unknown value builtin() gave it
+        for line in [*lines, Word("")]:  # at the end of its input, read empties it
+            self.bind(names[0], line)
+        self.variables.dominated.add(names[0])  # inside the loop it reads for
 
     def look_ahead(self, name: str, words: Sequence[Word], via: tuple[str, ...],
                    depth: int, feed: Feed) -> None:
