@@ -41,10 +41,10 @@ from gateway.policy.shell.argv import normalize_name
 from gateway.policy.shell.globs import glob_names, is_glob
 from gateway.policy.shell.scan import Scan, SimpleCommand, scan
 from gateway.policy.shell.words import Word
+from gateway.types import Decision, DecisionKind, ToolCall
 
 if TYPE_CHECKING:
     from gateway.policy.overlap import RuleShape
-from gateway.types import Decision, DecisionKind, ToolCall
 
 SEVERITY: dict[str, int] = {"deny": 3, "ask": 2, "allow": 1, "abstain": 0}
 PATH_FIELDS = ("file_path", "notebook_path", "path")
