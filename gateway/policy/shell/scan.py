@@ -235,7 +235,8 @@ def scan(command: str, cwd: str = "", *, files: Files = DISK,
     cwds = tuple(dict.fromkeys(walker.cwds))
     options = options_set(((c.name, c.words) for c in commands), walker.variables.bound,
                           files.environment)
-    commands = _checked_settled(commands, walker, files, cwds, options)
+    if walker.settled:
+        commands = _checked_settled(commands, walker, files, cwds, options)
     creates = _creates(commands)
     return Scan(commands, walker.problem, tuple(walker.flows), refused, accesses, cwds,
                 walker.cwd_unknown, walker.unsafe_for_allow, options, creates)
@@ -264,6 +265,8 @@ class _Walker:
     unsafe_for_allow: str = ""
     globbed: dict[tuple[str, str, frozenset[str]], list[str] | None] = field(
         default_factory=dict)
+    settled: bool = False
+    """A glob was taken for plain names (checked again once the walk is over)."""
     created: bool = False
     """A command walked so far may create files no recorded write names."""
     dash_writers: set[int] = field(default_factory=set)
@@ -898,6 +901,7 @@ class _Walker:
             found = self.glob(word.text, cwd)
             if found is None or any(_special_name(n) and n != word.text for n in found):
                 return word
+        self.settled = True
         return _replace_word(word, plain_names=True)
 
     def emit(self, words: Sequence[Word], via: tuple[str, ...], depth: int, feed: Feed, *,
@@ -912,7 +916,8 @@ class _Walker:
         if not _SYNTAX_IN_NAME.isdisjoint(head.text):
             self.fail(f"a command name holds shell syntax: {head.text[:60]}")
             return
-        words = [head, *(self.settle(w) for w in words[1:])]
+        if any(w.globby for w in words):
+            words = [head, *(self.settle(w) for w in words[1:])]
         name = normalize_name(head.text)
         alias = self.aliases.get(head.text)
         if alias is not None and f"alias {head.text}" not in via:
