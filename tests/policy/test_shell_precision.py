@@ -227,6 +227,8 @@ SELECTION_ATTACKS = [
     "find . -iname '.ENV' -exec cat {} \\;", "find app -exec cat {} \\; 2>/dev/null",
     "find . -path '*/app/.e*' -exec cat {} +", "find . -name .env -execdir cat {} \\;",
     "find . -exec sh -c 'cat \"$1\"' _ {} \\; 2>/dev/null",
+    "find . -name .env -exec sh -c 'cat \"$0\"' {} \\;",
+    "ln .env x.py && find . -name '*.py' -samefile .env -exec cat {} + ; rm -f x.py",
     "find . -print0 | xargs -0 cat 2>/dev/null", "find . -name '.e*' | xargs cat",
     "find . -name '.e*' -o -name x -exec cat {} \\; ; find . -name '.e*' -exec cat {} \\;",
     # a producer whose output is not known, to a consumer that reads files

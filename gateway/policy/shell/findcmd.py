@@ -21,6 +21,8 @@ _PRINTS = frozenset({"-print", "-print0", "-printf", "-ls", "-fprint", "-fprint0
 _OPERATORS = frozenset({"-o", "-or", "!", "-not", "(", ")", ","})
 _LEADING = frozenset({"-H", "-L", "-P"})
 _FOLLOWS = frozenset({"-L", "-follow"})
+_UNBOUNDED = frozenset({"-files0-from", "-samefile", "-inum"})
+"""Start points from a file; tests that select another name of a file (a hard link)."""
 _ONE_VALUE = frozenset({
     "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
     "-lname", "-ilname", "-type", "-xtype", "-maxdepth", "-mindepth", "-newer", "-perm",
@@ -65,7 +67,7 @@ def analyse_find(words: Sequence[Word]) -> FindRun:
         word, text = words[i], words[i].text
         if word.dynamic and not acted:
             plain = False
-        if text in _OPERATORS or text == "-files0-from":
+        if text in _OPERATORS or text in _UNBOUNDED:
             plain = False
             i += 1
             continue
