@@ -45,7 +45,7 @@ class FileUse:
     """Options that take a name and then a value (jq --arg NAME VALUE)."""
     pair_reads: frozenset[str] = frozenset()
     """Options that take a name and then a file that is read (jq --rawfile NAME FILE)."""
-    value_word: re.Pattern[str] | None = None
+    value_word: str = ""
     """An option-like word that is the leading value operand (chmod -w FILE)."""
 
 
@@ -55,7 +55,7 @@ def _u(operands: Operands = "read", reads: str = "", writes: str = "", values: s
     return FileUse(operands, frozenset(reads.split()), frozenset(writes.split()),
                    frozenset(values.split()), frozenset(pattern.split()),
                    frozenset(in_place.split()), globs, frozenset(pairs.split()),
-                   frozenset(pair_reads.split()), re.compile(value_word) if value_word else None)
+                   frozenset(pair_reads.split()), value_word)
 
 
 _READERS = ("cat tac head tail less more most nl wc base64 base32 basenc od hexdump strings "
@@ -239,7 +239,7 @@ def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | Non
         if text == "--":
             ended = True
             continue
-        if use.value_word is not None and use.value_word.fullmatch(text):
+        if use.value_word and re.fullmatch(use.value_word, text):
             operands.append(word)  # chmod -w FILE: the mode
             continue
         if text in use.pairs or text in use.pair_reads:
@@ -288,7 +288,7 @@ def _linked(target: Word, link: Word) -> Word:
     """A symbolic link to `target` makes everything under it reachable under another name
     (`ln -s ~ h; cat h/.ssh/id_rsa`): the link reads it all. A relative target is relative
     to the link's directory."""
-    if target.dynamic and not _REFERENCE_ONLY.fullmatch(target.text):
+    if target.dynamic and not re.fullmatch(_REFERENCE_ONLY, target.text):
         return target
     text = target.text
     if not text.startswith(("/", "~")) and "/" in link.text.rstrip("/"):
@@ -309,7 +309,7 @@ def _pattern(word: Word) -> Word:
 
 
 _GLOB = frozenset("*?[")
-_REFERENCE_ONLY = re.compile(r"(?:[^$`]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)*")
+_REFERENCE_ONLY = r"(?:[^$`]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)*"
 """Text whose only expansions are plain $NAME references (resolved once the scan ends)."""
 
 

@@ -25,8 +25,8 @@ _CLASSES = {
     "space": " \t\n\r\f\v", "blank": " \t", "xdigit": "0-9A-Fa-f", "word": "a-zA-Z0-9_",
     "punct": "!-/:-@[-`{-~",
 }
-_CLASS = re.compile(r"\[:([a-z]+):\]")
-_EXTGLOB = re.compile(r"[?*+@!]\(")
+_CLASS = r"\[:([a-z]+):\]"
+_EXTGLOB = r"[?*+@!]\("
 GLOB_OPTIONS = frozenset({"dotglob", "nocaseglob", "globstar", "extglob", "nullglob",
                           "failglob"})
 
@@ -50,7 +50,7 @@ def is_pattern(text: str) -> bool:
 def to_python(pattern: str, options: Iterable[str] = ()) -> str | None:
     """The pattern in Python glob syntax, or None when Python cannot match it as bash does."""
     options = frozenset(options)
-    if "extglob" in options and _EXTGLOB.search(pattern):
+    if "extglob" in options and re.search(_EXTGLOB, pattern):
         return None
     out: list[str] = []
     i = 0
@@ -116,7 +116,7 @@ def _classes(body: str) -> str | None:
             return ""
         return ranges
 
-    translated = _CLASS.sub(one, body)
+    translated = re.sub(_CLASS, one, body)
     return None if unknown or "[:" in translated else translated
 
 

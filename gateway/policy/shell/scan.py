@@ -30,7 +30,6 @@ from gateway.policy.shell.argv import SPECS, Invocation, analyze, normalize_name
 from gateway.policy.shell.evaluation import NAME_TAKING, EvalHazards
 from gateway.policy.shell.files import DISK, Files, resolve
 from gateway.policy.shell.fileuse import CHANGES_ONLY, creates_unknown_names, file_uses
-from gateway.policy.shell.findcmd import analyse_find
 from gateway.policy.shell.globs import GLOB_CHARS, is_glob, options_set
 from gateway.policy.shell.interp.programs import (
     INTERPRETERS,
@@ -39,7 +38,6 @@ from gateway.policy.shell.interp.programs import (
     language_of,
 )
 from gateway.policy.shell.lexer import lex
-from gateway.policy.shell.listings import listed
 from gateway.policy.shell.producers import literal_output
 from gateway.policy.shell.special import SPECIAL_PROGRAMS, SpecialRun, special_program
 from gateway.policy.shell.variables import Variables
@@ -57,12 +55,10 @@ from gateway.policy.shell.wrappers import (
     sub_wrapper,
     unwrap,
 )
-from gateway.policy.shell.xargs import MAX_RUNS as MAX_XARGS_RUNS
-from gateway.policy.shell.xargs import Xargs, put, xargs_options
-from gateway.policy.shell.xargs import items as xargs_items
 
 if TYPE_CHECKING:
     from gateway.policy.shell.interp.effects import CodeEffects
+    from gateway.policy.shell.xargs import Xargs
 
 MAX_DEPTH = 8
 """Shell strings inside shell strings (sh -c "sh -c '...'") followed this deep."""
@@ -822,6 +818,8 @@ class _Walker:
         self.file_uses(name, words, text)
         index = len(self.commands) - 1
         if name in LISTERS and not self.created:
+            from gateway.policy.shell.listings import listed  # ls, grep: on first use
+
             found = listed(name, words, self.names_now, self.is_dir)
             if found is not None:
                 self.outputs[index] = found
@@ -1257,6 +1255,8 @@ class _Walker:
              appended: bool) -> None:
         """find: the commands -exec runs and the files -delete removes, on the files it
         selects (a pattern: see findcmd); what it prints, for a consumer such as xargs."""
+        from gateway.policy.shell.findcmd import analyse_find  # on first use
+
         run = analyse_find(words)
         index = self.record(words, via, False, appended=appended)
         for path in run.deletes:
@@ -1269,6 +1269,8 @@ class _Walker:
               depth: int, feed: Feed) -> None:
         """The command xargs runs, with the items it reads: known from a literal input or
         find's selection, else unknown words (that may be options)."""
+        from gateway.policy.shell.xargs import MAX_RUNS, put, xargs_options  # on first use
+
         options = xargs_options(words[1 : len(words) - len(inner)])
         values = None if options.from_file else self.input_items(feed, options)
         if values is None:
@@ -1279,9 +1281,9 @@ class _Walker:
             else:
                 self.emit([*inner, unknown], via, depth, feed, appended=True)
         elif options.marker:
-            for value in values[:MAX_XARGS_RUNS]:
+            for value in values[:MAX_RUNS]:
                 self.emit([put(w, options.marker, value) for w in inner], via, depth, feed)
-            if len(values) > MAX_XARGS_RUNS:
+            if len(values) > MAX_RUNS:
                 self.emit(_placeholders("xargs", words, tuple(inner)), via, depth, feed,
                           appended=True)
         else:
@@ -1301,7 +1303,9 @@ class _Walker:
             feed = produced
         if feed.text is None:
             return None
-        texts = xargs_items(feed.text, options)
+        from gateway.policy.shell.xargs import items
+
+        texts = items(feed.text, options)
         if texts is None:
             return None
         return [Word(t, verbatim=not GLOB_CHARS.isdisjoint(t)) for t in texts]

@@ -19,13 +19,13 @@ from gateway.policy.shell.words import Word
 
 MAX_ALTERNATIVES = 16
 """Values one path is checked with; more, and the path is computed at run time."""
-_REFERENCE = re.compile(
+_REFERENCE_TEXT = (
     r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(?:(%%|%|##|#|:-|-)([^{}$`\\'\"]*))?\}"
     r"|([A-Za-z_][A-Za-z0-9_]*|[0-9]))")
 """$NAME, ${NAME}, and ${NAME%WORD} ${NAME%%WORD} ${NAME#WORD} ${NAME##WORD}
-${NAME:-WORD} ${NAME-WORD} with a literal WORD."""
+${NAME:-WORD} ${NAME-WORD} with a literal WORD (compiled on first use: re caches it)."""
 _GLOB = frozenset("*?[")
-_FIELD_SEPARATORS = re.compile(r"[ \t\n]+")
+_FIELD_SEPARATORS = r"[ \t\n]+"
 BASH_MANAGED = frozenset({
     "_", "PWD", "OLDPWD", "REPLY", "RANDOM", "SRANDOM", "SECONDS", "LINENO", "BASHPID",
     "BASH_REMATCH", "PIPESTATUS", "EPOCHSECONDS", "EPOCHREALTIME", "OPTARG", "OPTIND",
@@ -56,7 +56,7 @@ class Variables:
     def used(self, word: Word) -> None:
         """A path word is recorded: the names it uses may still hold inherited values."""
         if word.dynamic:
-            for found in _REFERENCE.finditer(word.text):
+            for found in re.finditer(_REFERENCE_TEXT, word.text):
                 name = found.group(1) or found.group(4)
                 if name not in self.dominated:
                     self.inherited.add(name)
@@ -93,7 +93,7 @@ class Variables:
                     for w in found]
         if not word.dynamic or word.text.count("$") > 8:
             return [word]
-        pieces = _REFERENCE.split(word.text)
+        pieces = re.split(_REFERENCE_TEXT, word.text)
         literal = pieces[::5]
         if any(c in "$`" for piece in literal for c in piece) or len(pieces) < 6:
             return [word]  # other expansions (substitutions, ${x/a/b}, $@) stay unknown
@@ -115,14 +115,14 @@ class Variables:
             if (combo.globby or combo.selected) and quoted_glob:
                 return [word]  # a quoted [ or * beside a pattern: no one pattern says both
             if combo.selected:
-                if _FIELD_SEPARATORS.search(combo.pattern) or combo.static_glob:
+                if re.search(_FIELD_SEPARATORS, combo.pattern) or combo.static_glob:
                     return [word]
                 out.append(Word(combo.text, dynamic=True, pattern=combo.pattern))
                 continue
             globby = combo.globby or word.globby
             out.append(Word(combo.text, globby=globby))
             # An unquoted $x is also split into fields: each field may be a path.
-            fields = _FIELD_SEPARATORS.split(combo.text.strip())
+            fields = re.split(_FIELD_SEPARATORS, combo.text.strip())
             if len(fields) > 1:
                 out.extend(Word(f, globby=globby) for f in fields if f)
         return out
