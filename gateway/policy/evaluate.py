@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gateway.policy.bash_rules import Match
 from gateway.policy.compiled import (
@@ -41,15 +42,19 @@ from gateway.policy.paths import (
     PatternUnion,
     Targets,
     fresh_decision,
-    glob_in,
     has_other_links,
     path_targets,
     union_of,
 )
 from gateway.policy.rulestring import PATH_TOOLS
 from gateway.policy.shell.argv import normalize_name
+from gateway.policy.shell.globs import glob_names, is_glob
 from gateway.policy.shell.scan import Scan, SimpleCommand, scan
+from gateway.policy.shell.words import Word
 from gateway.types import Decision, DecisionKind, EnforcedBy, ToolCall
+
+if TYPE_CHECKING:
+    from gateway.policy.overlap import RuleShape
 
 SEVERITY: dict[str, int] = {"deny": 3, "ask": 2, "allow": 1, "abstain": 0}
 PATH_FIELDS = ("file_path", "notebook_path", "path")
@@ -222,12 +227,46 @@ class _Resolved:
     def __init__(self, policy: Policy, call: ToolCall, bash: Scan) -> None:
         self.call, self.bash = call, bash
         self.roots = _search_roots(policy, call.cwd)
-        self.cache: dict[str, Targets | None] = {}
+        self.cache: dict[tuple[str, bool], tuple[Targets | None, bool]] = {}
+        self.forms: dict[Word, list[tuple[str, ...]] | None] = {}
+        self.shapes: dict[int, RuleShape] = {}
+        self.real: dict[str, str] = {}
 
-    def targets(self, raw: str) -> Targets | None:
-        if raw not in self.cache:
-            self.cache[raw] = _access_targets(raw, self.bash, self.call.cwd, self.roots)
-        return self.cache[raw]
+    def could_name(self, path: Word, rule: Rule) -> bool:
+        """A path known only at run time (a glob, a file find selects) may be one `rule`
+        matches: by the names its pattern allows."""
+        from gateway.policy import overlap  # on first use: most paths are named in full
+
+        assert isinstance(rule.matcher, PathRule)
+        if path not in self.forms:
+            self.forms[path] = overlap.path_forms(
+                path, self.bash.cwds or (self.call.cwd or "/",), self.bash.cwd_unknown,
+                self._realpath)
+        shape = self.shapes.get(id(rule))
+        if shape is None:
+            shape = self.shapes[id(rule)] = overlap.rule_shape(
+                rule.matcher.pattern, self.call.cwd, self._realpath)
+        return overlap.could_name(self.forms[path], shape, rule.matcher.pattern,
+                                  self.call.cwd, bool(self.bash.creates))
+
+    def _realpath(self, path: str) -> str:
+        if path not in self.real:
+            self.real[path] = os.path.realpath(path)
+        return self.real[path]
+
+    def targets(self, path: Word) -> Targets | None:
+        return self._resolve(path)[0]
+
+    def bounded(self, path: Word) -> bool:
+        """Its names are only known at run time, but only by its pattern: a glob that
+        matches nothing yet in a command that may create files, a file find selects."""
+        return path.dynamic or self._resolve(path)[1]
+
+    def _resolve(self, path: Word) -> tuple[Targets | None, bool]:
+        key = (path.text, is_glob(path))
+        if key not in self.cache:
+            self.cache[key] = _access_targets(*key, self.bash, self.call.cwd, self.roots)
+        return self.cache[key]
 
 
 class _Facts:
@@ -342,21 +381,21 @@ def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
         else:
             hits.append(_uncertain(layer, rule, matched, why))
 
-    seen: set[tuple[str, str, bool]] = set()
+    seen: set[tuple[str, Word, bool]] = set()
     for access in bash.accesses:
         family = families.get(access.mode)
-        key = (access.mode, access.path.text, access.possible)
+        key = (access.mode, access.path, access.possible)
         if family is None or key in seen:
             continue
         rules, union = family
         seen.add(key)
         path = access.path
-        if path.dynamic:
+        if path.dynamic and not path.pattern:
             rule = _could_match(rules, path.text, call.cwd)
             if rule is not None:
                 unsure(rule, access.command, f"it {access.mode}s a path computed at run time")
             continue
-        targets = resolved.targets(path.text)
+        targets = None if path.dynamic else resolved.targets(path)
         names = targets.names if targets is not None else ()
         if (union is not None and targets is not None and targets.complete
                 and not union.matches(names, call.cwd)):
@@ -365,7 +404,9 @@ def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
             matcher = rule.matcher
             assert isinstance(matcher, PathRule)
             if targets is None:
-                unsure(rule, access.command, "a glob that names no file yet")
+                if resolved.bounded(path) and not resolved.could_name(path, rule):
+                    continue  # no name the pattern allows is one the rule matches
+                unsure(rule, access.command, _unknown_names(path))
             elif matcher.pattern.matches(names, call.cwd, anywhere=True):
                 if access.possible:
                     unsure(rule, access.command, "an unknown program may open it")
@@ -380,6 +421,12 @@ def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
 
 
 _EXPANSION = re.compile(r"\$\{[^}]*\}|\$\(.*\)|`[^`]*`|\$[A-Za-z_0-9@*#?$!-]+")
+
+
+def _unknown_names(path: Word) -> str:
+    if path.pattern:
+        return f"it names files chosen when it runs ({path.pattern[:80]})"
+    return "a glob whose names are only known when it runs"
 
 
 def _could_match(rules: list[Rule], text: str, cwd: str) -> Rule | None:
@@ -498,26 +545,25 @@ def _search_roots(policy: Policy, cwd: str) -> tuple[str, ...]:
     return roots
 
 
-def _access_targets(raw: str, bash: Scan, cwd: str, roots: tuple[str, ...]
-                    ) -> Targets | None:
+def _access_targets(raw: str, glob: bool, bash: Scan, cwd: str, roots: tuple[str, ...]
+                    ) -> tuple[Targets | None, bool]:
     """Absolute forms of a path as the command could resolve it (symlinks, hard links,
-    every directory it may `cd` to, glob matches); None for a glob matching nothing."""
+    every directory it may `cd` to, glob matches); None for a glob whose names cannot be
+    known before it runs, with whether its pattern bounds them (it matches nothing yet)."""
     bases = bash.cwds or (cwd or "/",)
     found: list[str] = []
     complete = True
     for base in bases:
-        names = [raw]
-        if any(c in raw for c in "*?["):
-            names = glob_in(raw, base)
-            if not names:
-                return None
+        names = glob_names(raw, base, bash.glob_options, bool(bash.creates)) if glob else [raw]
+        if not names:
+            return None, names is not None
         for name in names:
             targets = path_targets(name, base, roots)
             found.extend(targets.names)
             complete = complete and targets.complete
     if bash.cwd_unknown and not raw.startswith(("/", "~")):
         found.append(raw)  # a floating rule (**/.env) still sees the name
-    return Targets(tuple(dict.fromkeys(found)), complete)
+    return Targets(tuple(dict.fromkeys(found)), complete), False
 
 
 def _bash_hits(layer: Layer, bash: Scan, hits: list[Hit]) -> bool:

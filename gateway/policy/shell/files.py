@@ -5,7 +5,6 @@ their own) so decisions stay bounded (sizes, counts) whatever the disk holds.
 
 from __future__ import annotations
 
-import glob as globbing
 import os
 import stat
 from dataclasses import dataclass
@@ -15,7 +14,6 @@ from gateway.env import config_home, variable
 from gateway.policy.shell.words import Word
 
 MAX_SCRIPT_BYTES = 256 * 1024
-MAX_GLOB_MATCHES = 256
 _SPECIAL_ROOTS = ("/dev/", "/proc/", "/sys/")
 
 
@@ -31,8 +29,14 @@ class ScriptText:
 class Files(Protocol):
     def script(self, path: str, cwd: str) -> ScriptText: ...
 
-    def glob(self, pattern: str, cwd: str) -> list[str] | None:
-        """Names the pattern expands to now (None: cannot tell)."""
+    def glob(self, pattern: str, cwd: str, options: frozenset[str] = frozenset()
+             ) -> list[str] | None:
+        """The words a glob word expands to now, as bash expands it with these glob
+        options (the word itself when it matches nothing; None: cannot tell)."""
+        ...
+
+    def is_dir(self, path: str, cwd: str) -> bool:
+        """Whether `path` is a directory now (symbolic links followed)."""
         ...
 
     def git_alias(self, name: str, cwd: str) -> Word | None:
@@ -77,12 +81,14 @@ class DiskFiles:
             return ScriptText(None, f"{path} is larger than {MAX_SCRIPT_BYTES // 1024} KiB")
         return ScriptText(data.decode("utf-8", "replace"))
 
-    def glob(self, pattern: str, cwd: str) -> list[str] | None:
-        try:
-            found = globbing.glob(pattern, root_dir=cwd or "/")
-        except (OSError, ValueError):
-            return None
-        return found if len(found) <= MAX_GLOB_MATCHES else None
+    def glob(self, pattern: str, cwd: str, options: frozenset[str] = frozenset()
+             ) -> list[str] | None:
+        from gateway.policy.shell.globs import glob_names
+
+        return glob_names(pattern, cwd, options, False)
+
+    def is_dir(self, path: str, cwd: str) -> bool:
+        return os.path.isdir(resolve(path, cwd))
 
     def git_alias(self, name: str, cwd: str) -> Word | None:
         for path in _git_config_files(cwd):

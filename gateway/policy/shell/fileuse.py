@@ -8,15 +8,17 @@ option values are *possible* reads (a rule they match is uncertain).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from gateway.policy.shell.globs import crossing
 from gateway.policy.shell.words import Word
 
 Mode = Literal["read", "write"]
 Operands = Literal["read", "write", "none", "to-last", "pattern-then-read", "script-then-read",
-                   "in-out", "archive"]
+                   "value-then-write", "in-out", "archive"]
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,8 @@ class FileUse:
     files; to-last: sources read, the last operand written (cp, install, ln); in-out: the
     first read, the second written (uniq, xxd); pattern-then-read: the first operand is a
     pattern unless -e/-f gives it (grep); script-then-read: the first is a program text
-    (awk, sed, jq); archive: tar/zip (see `_archive`)."""
+    (awk, sed, jq); value-then-write: the first is a mode, an owner or an expression and
+    the rest are written (chmod, chown, rename); archive: tar/zip (see `_archive`)."""
     reads: frozenset[str] = frozenset()
     writes: frozenset[str] = frozenset()
     values: frozenset[str] = frozenset()
@@ -35,13 +38,24 @@ class FileUse:
     """Options that give the pattern/program, so every operand is a file (grep -e, sed -e)."""
     in_place: frozenset[str] = frozenset()
     """Options that make the operands written too (sed -i, perl -i)."""
+    globs: bool = False
+    """The program expands glob patterns in its operands itself (zip '*.c'): a quoted
+    pattern is still a pattern."""
+    pairs: frozenset[str] = frozenset()
+    """Options that take a name and then a value (jq --arg NAME VALUE)."""
+    pair_reads: frozenset[str] = frozenset()
+    """Options that take a name and then a file that is read (jq --rawfile NAME FILE)."""
+    value_word: str = ""
+    """An option-like word that is the leading value operand (chmod -w FILE)."""
 
 
 def _u(operands: Operands = "read", reads: str = "", writes: str = "", values: str = "",
-       pattern: str = "", in_place: str = "") -> FileUse:
+       pattern: str = "", in_place: str = "", globs: bool = False, pairs: str = "",
+       pair_reads: str = "", value_word: str = "") -> FileUse:
     return FileUse(operands, frozenset(reads.split()), frozenset(writes.split()),
                    frozenset(values.split()), frozenset(pattern.split()),
-                   frozenset(in_place.split()))
+                   frozenset(in_place.split()), globs, frozenset(pairs.split()),
+                   frozenset(pair_reads.split()), value_word)
 
 
 _READERS = ("cat tac head tail less more most nl wc base64 base32 basenc od hexdump strings "
@@ -89,8 +103,6 @@ FILE_USES: dict[str, FileUse] = {
     "mawk": _u("script-then-read", reads="-f", pattern="-f", values="-F -v"),
     "sed": _u("script-then-read", reads="-f --file", pattern="-e --expression -f --file",
               values="-l --line-length", in_place="-i --in-place"),
-    "jq": _u("script-then-read", reads="--rawfile --slurpfile -f --from-file",
-             values="--arg --argjson --indent --tab"),
     "yq": _u("script-then-read", values="-o --output-format -I --indent"),
     "cp": _u("to-last", values="-S --suffix --backup --preserve --no-preserve --reflink "
              "--sparse", writes="-t --target-directory"),
@@ -107,7 +119,11 @@ FILE_USES: dict[str, FileUse] = {
     "tar": _u("archive", values="-b --blocking-factor -C --directory --exclude -T "
               "--files-from -X --exclude-from -I --use-compress-program --owner --group "
               "--mode --transform --xform -H --format"),
-    "zip": _u("archive", values="-x --exclude -i --include -P --password -b --temp-path"),
+    "zip": _u("archive", values="-x --exclude -i --include -P --password -b --temp-path",
+              globs=True),
+    "7z": _u("archive", values="-p -o -w -x -i -t -m", globs=True),
+    "7za": _u("archive", values="-p -o -w -x -i -t -m", globs=True),
+    "7zz": _u("archive", values="-p -o -w -x -i -t -m", globs=True),
     "unzip": _u("archive", values="-d -x -P"),
     "curl": _u("none", reads="-T --upload-file -K --config --cacert --cert --key -b --cookie "
                "--netrc-file --data-binary", writes="-o --output -c --cookie-jar -D "
@@ -126,7 +142,7 @@ FILE_USES: dict[str, FileUse] = {
     "gpg": _u("read", writes="-o --output", values="-r --recipient -u --local-user "
               "--default-key --passphrase"),
     "xargs": _u("none", reads="-a --arg-file"),
-    "find": _u("read", writes="-fprint -fprint0 -fprintf -fls", values="-name -iname -path "
+    "find": _u("none", writes="-fprint -fprint0 -fprintf -fls", values="-name -iname -path "
                "-ipath -type -maxdepth -mindepth -newer -perm -size -user -group -mtime "
                "-mmin -regex -iregex -printf -wholename -exec -execdir -ok -okdir"),
     "git": _u("none", writes="--output -o"),
@@ -156,6 +172,36 @@ FILE_USES: dict[str, FileUse] = {
     "ping": _u("none"), "dig": _u("none"), "ssh": _u("none", reads="-F -i"),
     "sudo": _u("none"), "timeout": _u("none"), "nice": _u("none"), "nohup": _u("none"),
     "tmux": _u("none"), "watch": _u("none"), "chroot": _u("none"), "flock": _u("none"),
+    # -- arguments that are not files: modes, owners, dates, numbers, PIDs, expressions --
+    "chmod": _u("value-then-write", values="--reference", pattern="--reference",
+                value_word=r"-[rwxXstugoa=+,-]+"),
+    "chown": _u("value-then-write", values="--reference --from", pattern="--reference"),
+    "chgrp": _u("value-then-write", values="--reference", pattern="--reference"),
+    "rename": _u("value-then-write"),  # perl's rename: an expression, then the files
+    "touch": _u("write", values="-d --date -t -r --reference"),
+    "truncate": _u("write", values="-s --size -r --reference"),
+    "mkdir": _u("write", values="-m --mode --context"),
+    "jq": _u("script-then-read", reads="-f --from-file", values="--indent --tab",
+             pairs="--arg --argjson", pair_reads="--rawfile --slurpfile"),
+    "iconv": _u("read", writes="-o --output", values="-f --from-code -t --to-code"),
+    "shuf": _u("read", writes="-o --output", values="-n --head-count -i --input-range "
+               "--random-source"),
+    "split": _u("in-out", values="-l --lines -b --bytes -C --line-bytes -n --number -a "
+                "--suffix-length --additional-suffix -t --separator"),
+    "column": _u("read", values="-s --separator -c --output-width -o --output-separator "
+                 "-N --table-columns -R --table-right"),
+    "base64": _u("read", values="-w --wrap"), "base32": _u("read", values="-w --wrap"),
+    "numfmt": _u("none"), "factor": _u("none"), "usleep": _u("none"),
+    "top": _u("none"), "htop": _u("none"), "renice": _u("none"), "killall": _u("none"),
+    "pidof": _u("none"), "pstree": _u("none"), "pmap": _u("none"), "lsof": _u("none"),
+    "getent": _u("none"), "groups": _u("none"), "who": _u("none"), "w": _u("none"),
+    "uptime": _u("none"), "nproc": _u("none"), "free": _u("none"), "cal": _u("none"),
+    "tput": _u("none"), "stty": _u("none"), "tty": _u("none"), "locale": _u("none"),
+    "getconf": _u("none"), "uuidgen": _u("none"), "nc": _u("none"), "ncat": _u("none"),
+    "nslookup": _u("none"), "host": _u("none"), "traceroute": _u("none"),
+    "ss": _u("none"), "netstat": _u("none"), "ip": _u("none"), "ifconfig": _u("none"),
+    "whereis": _u("none"), "whatis": _u("none"), "apropos": _u("none"), "tldr": _u("none"),
+    "info": _u("none"), "fg": _u("none"), "bg": _u("none"), "disown": _u("none"),
 }
 
 GIT_PATH_SUBCOMMANDS: dict[str, Mode] = {
@@ -193,6 +239,14 @@ def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | Non
         if text == "--":
             ended = True
             continue
+        if use.value_word and re.fullmatch(use.value_word, text):
+            operands.append(word)  # chmod -w FILE: the mode
+            continue
+        if text in use.pairs or text in use.pair_reads:
+            if text in use.pair_reads and i + 1 < len(words):
+                found.append(("read", words[i + 1]))
+            i += 2
+            continue
         opt, eq, attached = text.partition("=")
         value = Word(attached, dynamic=word.dynamic) if eq else None
         if not eq and not opt.startswith("--") and len(opt) > 2 and opt[:2] in (
@@ -216,18 +270,58 @@ def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | Non
             path = _curl_file(value)
             if path is not None:
                 found.append(("read", path))
+    if use.globs:
+        operands = [_pattern(w) for w in operands]
+    if name in ("ln", "cp") and _symbolic(words) and len(operands) > 1:
+        operands = [*(_linked(w, operands[-1]) for w in operands[:-1]), operands[-1]]
     found.extend(_operands(use, name, operands, pattern_given, in_place))
     return found
+
+
+def _symbolic(words: Sequence[Word]) -> bool:
+    return any(w.text in ("--symbolic", "--symbolic-link") or (
+        w.text.startswith("-") and not w.text.startswith("--") and "s" in w.text[1:])
+        for w in words[1:])
+
+
+def _linked(target: Word, link: Word) -> Word:
+    """A symbolic link to `target` makes everything under it reachable under another name
+    (`ln -s ~ h; cat h/.ssh/id_rsa`): the link reads it all. A relative target is relative
+    to the link's directory."""
+    if target.dynamic and not re.fullmatch(_REFERENCE_ONLY, target.text):
+        return target
+    text = target.text
+    if not text.startswith(("/", "~")) and "/" in link.text.rstrip("/"):
+        base = link.text.rstrip("/").rsplit("/", 1)[0]
+        text = f"{base}/{text}"
+    below = f"{text.rstrip('/')}/**"
+    return Word(text, dynamic=True, pattern=below)
+
+
+def _pattern(word: Word) -> Word:
+    """An operand the program globs itself: quoted or not, it is a pattern, matched by the
+    program's rules (git's and zip's `*` match a leading dot and cross `/`), so the names
+    it stands for are only known when it runs."""
+    if word.dynamic or _GLOB.isdisjoint(word.text):
+        return word
+    return Word(word.text, dynamic=True, lead_dynamic=word.lead_dynamic, globby=word.globby,
+                pattern=crossing(word.text))
+
+
+_GLOB = frozenset("*?[")
+_REFERENCE_ONLY = r"(?:[^$`]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)*"
+"""Text whose only expansions are plain $NAME references (resolved once the scan ends)."""
 
 
 def _operands(use: FileUse, name: str, operands: list[Word], pattern_given: bool,
               in_place: bool) -> list[tuple[Mode, Word]]:
     kind = use.operands
-    if kind in ("pattern-then-read", "script-then-read") and not pattern_given:
+    if kind in ("pattern-then-read", "script-then-read", "value-then-write") and (
+            not pattern_given):
         operands = operands[1:]
     if kind == "none":
         return []
-    if kind == "write":
+    if kind in ("write", "value-then-write"):
         return [("write", w) for w in operands]
     if kind == "to-last":
         if len(operands) < 2:
@@ -235,8 +329,7 @@ def _operands(use: FileUse, name: str, operands: list[Word], pattern_given: bool
         dest = operands[-1]
         # The destination may be a directory: each source then lands inside it.
         inside: list[tuple[Mode, Word]] = [
-            ("write", Word(dest.text.rstrip("/") + "/" + w.text.rstrip("/").rsplit("/", 1)[-1],
-                           dynamic=dest.dynamic or w.dynamic)) for w in operands[:-1]]
+            ("write", _inside(dest, w)) for w in operands[:-1]]
         return [*(("read", w) for w in operands[:-1]), *(
             ("write", w) for w in operands[:-1] if name == "mv"), ("write", dest), *inside]
     if kind == "in-out":
@@ -247,6 +340,15 @@ def _operands(use: FileUse, name: str, operands: list[Word], pattern_given: bool
     if in_place:
         found += [("write", w) for w in operands]
     return found
+
+
+def _inside(dest: Word, source: Word) -> Word:
+    """Where `source` lands in the directory `dest`: under its last name."""
+    name = source.text.rstrip("/").rsplit("/", 1)[-1]
+    dynamic = dest.dynamic or (source.dynamic and not source.pattern and (
+        not name or any(c in name for c in "$`")))
+    return Word(dest.text.rstrip("/") + "/" + name, dynamic=dynamic,
+                lead_dynamic=dest.lead_dynamic)
 
 
 def _archive(name: str, operands: list[Word]) -> list[tuple[Mode, Word]]:
@@ -305,10 +407,72 @@ def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
         mode = GIT_PATH_SUBCOMMANDS.get(sub)
         if mode is None or text.startswith("-"):
             continue
-        if ":" in text:
+        if text.startswith(":") and text[1:2] in ("(", "/", "!", "^"):
+            # pathspec magic (:(icase).ENV, :/x, :!x): any file may be meant
+            found.append((mode, Word(f"$({text})", dynamic=True, lead_dynamic=True)))
+        elif ":" in text:
             path = text.split(":", 1)[1]
             if path:
                 found.append(("read", Word(path, dynamic=word.dynamic)))
         elif after_dashdash or sub in ("add", "rm", "mv", "apply", "am", "hash-object"):
-            found.append((mode, word))
+            found.append((mode, _pattern(word)))  # a pathspec: git matches globs itself
     return found
+
+
+# -- files a command creates -------------------------------------------------------------
+_CREATES_NOTHING = frozenset((
+    f"{_READERS} {_BUILTINS} ls dir vdir tree stat du df realpath readlink basename dirname "
+    "echo printf test [ [[ cd pushd popd dirs which type command whereis kill "
+    "sleep true false : export declare local unset set shopt alias unalias date env "
+    "printenv pwd id whoami uname hostname ps pgrep pkill pidof seq yes expr wait jobs "
+    "history man help info tldr grep egrep fgrep rg ag ack awk gawk mawk sed jq yq cut tr "
+    "uniq xxd wc sort head tail find xargs nice nohup timeout time stdbuf ionice chrt "
+    "taskset setsid command builtin exec getent groups who w users uptime nproc lscpu free "
+    "top htop lsof ss netstat ping dig nslookup host numfmt factor locale getconf tty "
+    "stty test cmp comm diff"
+).split())
+"""Programs that create no file (wrappers: the command they run is checked on its own)."""
+_RECORDED = ("rm unlink rmdir shred touch truncate chmod chown chgrp mkdir mkfifo mknod tee "
+             "gzip gunzip bzip2 bunzip2 xz unxz zstd unzstd lz4 sponge cp mv install ln link dd")
+_RECORDED_CREATES = frozenset(_RECORDED.split())
+"""Programs whose files created are the writes recorded for them (names known)."""
+CHANGES_ONLY = frozenset({"rm", "rmdir", "unlink", "shred", "chmod", "chown", "chgrp"})
+"""Programs whose writes remove or change files that exist: they create no name."""
+_UNRECORDED_OPTIONS: dict[str, tuple[str, ...]] = {
+    # recursive copies create the source's names (a symbolic link's target is read as
+    # everything under it: see _linked)
+    "cp": ("-r", "-R", "-a", "--recursive", "--archive", "-t", "--target-directory"),
+    "mv": ("-t", "--target-directory"),
+    "gzip": ("-r", "--recursive"), "gunzip": ("-r", "--recursive"),
+}
+_GIT_READS = ("status diff log show blame grep ls-files ls-tree rev-parse rev-list cat-file "
+              "describe shortlog for-each-ref reflog remote branch tag config help version add "
+              "commit fetch push rm mv")
+_GIT_NO_NEW_FILES = frozenset(_GIT_READS.split())
+
+
+def creates_unknown_names(name: str, words: Sequence[Word], globs_too: bool = True) -> bool:
+    """Whether the command may create files whose names and kinds are not among the writes
+    recorded for it (an unknown program, a build, an archive, a symbolic link, git).
+    `globs_too`: a glob that may expand to an option (`cp * d` with a file named -s) counts;
+    without, only options computed at run time do."""
+    if name in _CREATES_NOTHING:
+        return False
+    if name == "git":
+        sub = next((w.text for w in words[1:] if not w.text.startswith("-")), "")
+        return sub not in _GIT_NO_NEW_FILES
+    if name not in _RECORDED_CREATES:
+        return True
+    risky = _UNRECORDED_OPTIONS.get(name, ())
+    for word in words[1:]:
+        text = word.text
+        if word.may_be_option and (globs_too or word.dynamic):
+            return True  # an option computed at run time: -s, -r, ... may be among them
+        if text == "--":
+            return False
+        if text.startswith("--") and text.partition("=")[0] in risky:
+            return True
+        if text.startswith("-") and not text.startswith("--") and any(
+                f"-{c}" in risky for c in text[1:]):
+            return True
+    return False

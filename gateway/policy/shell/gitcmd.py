@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from gateway.policy.shell.globs import crossing
 from gateway.policy.shell.words import Word
 
 GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace",
@@ -269,3 +270,37 @@ def defined_alias(words: Sequence[Word]) -> tuple[str, Word] | None:
             "alias."):
         return texts[1].text[6:], texts[2]
     return None
+
+
+_LISTING_OPTIONS = frozenset({"-z", "-c", "--cached", "-o", "--others", "--exclude-standard",
+                              "-m", "--modified", "-d", "--deleted", "--error-unmatch"})
+"""git ls-files options that leave its output a list of paths relative to cwd."""
+
+
+def listed_files(words: Sequence[Word]) -> list[Word] | None:
+    """What `git ls-files [PATHSPEC...]` prints, as paths known by their pattern (a
+    pathspec's `*` crosses `/`; a directory names what is below it); None for any other
+    git command, or output that is not just such paths."""
+    i = 1
+    while i < len(words) and words[i].text.startswith("-"):
+        text = words[i].text
+        i += 2 if (text in GLOBAL_VALUES and "=" not in text) else 1
+    if i >= len(words) or words[i].text != "ls-files":
+        return None
+    specs: list[str] = []
+    ended = False
+    for word in words[i + 1 :]:
+        if word.dynamic:
+            return None
+        if not ended and word.text == "--":
+            ended = True
+        elif not ended and word.text.startswith("-"):
+            if word.text not in _LISTING_OPTIONS:
+                return None
+        elif word.text.startswith(":"):
+            return None  # pathspec magic
+        else:
+            specs.append(word.text)
+    patterns = [crossing(s) if any(c in s for c in "*?[") else f"{s.rstrip('/')}/**"
+                for s in specs] or ["**"]
+    return [Word(p, dynamic=True, pattern=p) for p in patterns]

@@ -30,15 +30,21 @@ from gateway.policy.shell import programs
 from gateway.policy.shell.argv import SPECS, Invocation, analyze, normalize_name
 from gateway.policy.shell.evaluation import NAME_TAKING, EvalHazards
 from gateway.policy.shell.files import DISK, Files, resolve
-from gateway.policy.shell.fileuse import file_uses
-from gateway.policy.shell.interp.programs import INTERPRETERS, OPAQUE_LANGUAGES, language_of
+from gateway.policy.shell.fileuse import CHANGES_ONLY, creates_unknown_names, file_uses
+from gateway.policy.shell.globs import GLOB_CHARS, is_glob, options_set
+from gateway.policy.shell.interp.programs import (
+    INTERPRETERS,
+    OPAQUE_LANGUAGES,
+    interpreter_base,
+    language_of,
+)
 from gateway.policy.shell.lexer import lex
 from gateway.policy.shell.producers import literal_output
 from gateway.policy.shell.special import SPECIAL_PROGRAMS, SpecialRun, special_program
+from gateway.policy.shell.variables import Variables
 from gateway.policy.shell.words import Word, word_value
 from gateway.policy.shell.wrappers import (
     EVALS,
-    FIND_EXEC,
     FINDS,
     FOREIGN_SHELLS,
     SHELL_VALUE_OPTS,
@@ -53,6 +59,7 @@ from gateway.policy.shell.wrappers import (
 
 if TYPE_CHECKING:
     from gateway.policy.shell.interp.effects import CodeEffects
+    from gateway.policy.shell.xargs import Xargs
 
 MAX_DEPTH = 8
 """Shell strings inside shell strings (sh -c "sh -c '...'") followed this deep."""
@@ -137,6 +144,12 @@ class Scan:
     unsafe_for_allow: str = ""
     """Why no allow rule may cover this command even if every simple command matches one
     (a variable that makes programs run code, set for the rest of the command)."""
+    glob_options: frozenset[str] = frozenset()
+    """Glob options (dotglob, nocaseglob, globstar, ...) the command may turn on."""
+    creates: str = ""
+    """Why files may appear that no recorded write names (an unknown program, a build, an
+    archive, a symbolic link), '' when none can: a glob that matches nothing now then
+    matches nothing when the command runs, and bash passes it as it is."""
 
     def feeds(self, producer: int, consumer: int) -> bool:
         for flow in self.flows:
@@ -219,9 +232,16 @@ def scan(command: str, cwd: str = "", *, files: Files = DISK,
     finally:
         if collecting:
             gc.enable()
-    return Scan(tuple(walker.commands), walker.problem, tuple(walker.flows), refused,
-                tuple(walker.accesses), tuple(dict.fromkeys(walker.cwds)), walker.cwd_unknown,
-                walker.unsafe_for_allow)
+    commands = tuple(walker.commands)
+    accesses = tuple(walker.expanded_accesses())
+    cwds = tuple(dict.fromkeys(walker.cwds))
+    options = options_set(((c.name, c.words) for c in commands), walker.variables.bound,
+                          files.environment)
+    if walker.settled:
+        commands = _checked_settled(commands, walker, files, cwds, options)
+    creates = _creates(commands)
+    return Scan(commands, walker.problem, tuple(walker.flows), refused, accesses, cwds,
+                walker.cwd_unknown, walker.unsafe_for_allow, options, creates)
 
 
 @dataclass
@@ -238,9 +258,10 @@ class _Walker:
     ticks: int = 0
     nesting: int = 0
     accesses: list[Access] = field(default_factory=list)
-    literals: dict[str, str] = field(default_factory=dict)
-    """Variables this command sets to one literal value (for paths that use them)."""
-    dynamic_names: set[str] = field(default_factory=set)
+    variables: Variables = field(default_factory=Variables)
+    """Values the command binds to names (for paths that use them)."""
+    top: int = -1
+    """The node id of the command's own top level (bindings there run unconditionally)."""
     cwds: list[str] = field(default_factory=list)
     cwd_unknown: bool = False
     unsafe_for_allow: str = ""
@@ -250,32 +271,57 @@ class _Walker:
     """Command index -> the virtual environment it creates (`python -m venv DIR`)."""
     missing_scripts: list[tuple[int, str, str]] = field(default_factory=list)
     """(index of the command that runs it, its path, why) for scripts not on disk."""
+    globbed: dict[tuple[str, str, frozenset[str]], list[str] | None] = field(
+        default_factory=dict)
+    settled: bool = False
+    """A glob was taken for plain names (checked again once the walk is over)."""
+    created: bool = False
+    """A command walked so far may create files no recorded write names."""
+    dash_writers: set[int] = field(default_factory=set)
+    """Commands that may create a file whose name begins with '-' (a glob may then expand
+    to an option); -1 for a redirection or code, which may run before any command."""
+    outputs: dict[int, list[Word]] = field(default_factory=dict)
+    """What a command writes to stdout when that is a set of paths (find's selection)."""
 
     def access(self, mode: Literal["read", "write"], path: Word, command: str,
-               possible: bool = False) -> None:
-        if (path.text or path.dynamic) and path.text != "-":
-            self.accesses.append(Access(mode, self.expanded(path), command[:200], possible))
+               possible: bool = False, creates: bool = True, own: int = -1) -> None:
+        """`creates`: a write may create the file (not rm, chmod: they change what is);
+        `own`: the command whose own run writes it (after bash expanded its words)."""
+        if (path.text or path.dynamic) and path.text != "-" and not path.process:
+            if mode == "write" and creates and _special_name_possible(path):
+                self.dash_writers.add(own)
+            self.variables.used(path)
+            self.accesses.append(Access(mode, path, command[:200], possible))
 
-    def expanded(self, word: Word) -> Word:
-        """$NAME and ${NAME} in a path, from a literal set in this command or else from the
-        environment the command inherits (`cat "$AGENT_GATEWAY_AUDIT_KEY_FILE"`)."""
-        if not word.dynamic or word.text.count("$") > 8:
-            return word
-        pieces = _REFERENCE.split(word.text)
-        if any(c in "".join(pieces[::2]) for c in "$`") or len(pieces) < 3:
-            return word  # other expansions (substitutions, ${x:-y}) stay unknown
-        values: list[str] = []
-        for k, piece in enumerate(pieces):
-            if k % 2 == 0:
-                values.append(piece)
+    def expanded_accesses(self) -> list[Access]:
+        """Each access with the values its `$NAME`s may hold, known once the whole command
+        has been walked (a later binding may run first, in a loop); from the environment
+        the command inherits where a use may come first (`cat "$AGENT_GATEWAY_AUDIT_KEY_FILE"`)."""
+        for name in self.hazards.referenced:
+            self.variables.unknown(name)  # arithmetic may assign it: (( f = 1 )), let
+        cwds = None if self.cwd_unknown else dict.fromkeys(self.cwds)
+        out: list[Access] = []
+        for access in self.accesses:
+            if not access.path.dynamic:
+                out.append(access)
                 continue
-            value = self.literals.get(piece)
-            if value is None and piece not in self.hazards.values:
-                value = self.files.environment(piece)
-            if value is None:
-                return word
-            values.append(value)
-        return Word("".join(values), globby=word.globby)
+            for path in self.variables.alternatives(access.path, self.files.environment, cwds):
+                out.append(access if path is access.path else _replace_access(access, path=path))
+        return out
+
+    def bind(self, name: str, value: Word, node: Node | None = None, depth: int = 1) -> None:
+        """A value bound to a shell variable (unknown when dynamic)."""
+        self.variables.bind(name, value, node is not None and depth == 0 and self.top_level(node))
+
+    def top_level(self, node: Node) -> bool:
+        """Runs unconditionally in the command's own shell: no list, loop, branch, function,
+        subshell or substitution between it and the top."""
+        parent = node.parent
+        while parent is not None and parent.id != self.top:
+            if parent.type not in ("declaration_command", "variable_assignments"):
+                return False
+            parent = parent.parent
+        return parent is not None
 
     def fail(self, why: str) -> None:
         if why and not self.problem:
@@ -293,6 +339,8 @@ class _Walker:
             return
         joined, bodies = lex(source)
         root = _parse(joined)
+        if depth == 0 and self.top < 0:
+            self.top = root.id
         if root.has_error:
             self.fail("the command does not parse as Bash")
         elif bodies and _heredoc_texts(root) != [_tabless(b) for b in bodies]:
@@ -412,7 +460,7 @@ class _Walker:
         for path in inline.reads:
             self.access("read", path, name)
         for path in inline.writes:
-            self.access("write", path, name)
+            self.access("write", path, name, own=index)
         if inline.script_path is not None:
             self.access("read", inline.script_path, self.commands[index].text)
         if inline.source is not None or inline.from_stdin or inline.loads:
@@ -453,8 +501,18 @@ class _Walker:
             self.assignment(node, via, depth)
             self.children(node, via, depth, feed)
         elif kind == "for_statement":
-            self.for_loop(node)
+            done = self.substituted_values(node, via, depth, feed)
+            bound = self.for_loop(node, done)
+            for child in node.named_children:
+                if child.id not in done:
+                    self.visit(child, via, depth, feed)
+            if bound and not (depth == 0 and self.top_level(node)):
+                self.variables.dominated.discard(bound)  # the loop itself may not run
+        elif kind == "while_statement":
+            before = set(self.variables.dominated)
             self.children(node, via, depth, feed)
+            # `while read f`: f holds a line only inside the loop
+            self.variables.dominated.intersection_update(before)
         else:
             if kind in ("arithmetic_expansion", "c_style_for_statement", "subscript") or (
                     kind == "compound_statement" and node.child_count
@@ -464,6 +522,9 @@ class _Walker:
                 self.hazards.test_operands(node)
             elif kind == "expansion":
                 self.hazards.expansion(node)
+                assigned = _ASSIGNING.match(_text(node))
+                if assigned:  # ${f:=x}, ${f=x} bind f
+                    self.variables.unknown(assigned.group(1))
             self.children(node, via, depth, feed)
 
     def children(self, node: Node, via: tuple[str, ...], depth: int, feed: Feed) -> None:
@@ -538,8 +599,8 @@ class _Walker:
                 if redirect is not None:
                     redirects.append(redirect)
                     if redirect.op in ("<", "<>") and redirect.fd in ("", "0"):
-                        body_feed = (Feed(unknown="a process substitution")
-                                     if produced is not None else Feed(path=redirect.target))
+                        body_feed = (Feed(pipe=produced) if produced is not None
+                                     else Feed(path=redirect.target))
                 if produced is not None:
                     producers.append(produced)
             else:
@@ -631,6 +692,15 @@ class _Walker:
                 value = word_value(child)
                 args.append((value.text, value.dynamic))
         self.hazards.name_arguments(keyword, args)
+        references = _nameref([t for t, _ in args])
+        for child in node.named_children:
+            if child.type != "variable_assignment":
+                value = word_value(child)
+                if not value.text.startswith("-"):  # `local f`: a new, empty variable
+                    self.bind(value.text, Word(""))
+            elif references:  # declare -n f=g: $f is g's value
+                name_node = child.child_by_field_name("name")
+                self.variables.unknown(_text(name_node) if name_node is not None else "")
         if any(t.startswith("-") and "i" in t[1:] for t, _ in args if not t.startswith("--")):
             # declare -i: every later assignment to these names is evaluated arithmetically
             self.hazards.referenced.update(t.split("=", 1)[0] for t, _ in args
@@ -652,29 +722,60 @@ class _Walker:
             name = _text(name_node).split("[", 1)[0]
         # $((...)) always yields a number: evaluating it again runs nothing
         numeric = value_node is not None and value_node.type == "arithmetic_expansion"
-        if any(child.type == "+=" for child in node.children):
-            # x+=v appends: the value is the old one and v, known only if both are
-            prior = self.literals.get(name)
-            value = Word((prior or "") + value.text,
-                         dynamic=value.dynamic or prior is None or name in self.dynamic_names)
         if numeric:
             self.hazards.assign(name, "0", False)
         else:
             self.hazards.assign(name, value.text, value.dynamic)
-        if value.dynamic:
-            self.literals.pop(name, None)
-            self.dynamic_names.add(name)
-        elif name not in self.dynamic_names:
-            self.literals[name] = value.text
+        appends = any(c.type == "+=" for c in node.children)
+        if appends or (value_node is not None and value_node.type == "array") or (
+                name_node is not None and name_node.type == "subscript"):
+            self.variables.unknown(name)  # f+=x, arrays: not one literal value
+        else:
+            self.bind(name, value, node, depth)
         self.unsafe_for_allow = self.unsafe_for_allow or self.environment(name, value, via, depth)
 
-    def for_loop(self, node: Node) -> None:
+    def substituted_values(self, node: Node, via: tuple[str, ...], depth: int, feed: Feed
+                           ) -> dict[int, list[Word]]:
+        """`for f in $(cmd)`: each substitution walked first, with the words its output
+        splits into when that is known (find's selection, ls given files, literal echo)."""
+        done: dict[int, list[Word]] = {}
+        for child in node.children_by_field_name("value"):
+            if child.type != "command_substitution":
+                continue
+            start, end = self.span(child, via, depth, feed)
+            done[child.id] = self.output_words(start, end) or [word_value(child)]
+        return done
+
+    def output_words(self, start: int, end: int) -> list[Word] | None:
+        """What commands[start:end] print, split into words; None when not known."""
+        produced = self.produced(start, end) if end > start else Feed(unknown="nothing")
+        if produced.text is not None:
+            return [Word(t, verbatim=True) for t in produced.text.split()]
+        found = [self.outputs.get(k) for k in range(start, end)]
+        if not found or any(f is None for f in found):
+            return None
+        return [w for f in found if f is not None for w in f]
+
+    def for_loop(self, node: Node, substituted: dict[int, list[Word]]) -> str:
+        """Binds the loop variable to each value; returns its name when the body's uses see
+        only those values (and it was not bound unconditionally before)."""
         variable = node.child_by_field_name("variable")
         if variable is None:
-            return
-        values = [word_value(c) for c in node.children_by_field_name("value")]
+            return ""
+        values = [v for c in node.children_by_field_name("value")
+                  for v in substituted.get(c.id, [word_value(c)])]
         dynamic = any(v.dynamic or v.globby for v in values)
         self.hazards.assign(_text(variable), " ".join(v.text for v in values), dynamic)
+        if not values:
+            self.variables.unknown(_text(variable))  # `for f; do`: the positional parameters
+        name = _text(variable)
+        for value in values:
+            self.bind(name, value)
+        if values and not any(v.dynamic and not v.pattern for v in values) and (
+                name not in self.variables.dominated):
+            self.variables.dominated.add(name)
+            return name
+        return ""
 
     def environment(self, name: str, value: Word, via: tuple[str, ...], depth: int) -> str:
         """NAME=value that makes programs run code: analysed, or unparseable. Returns why
@@ -714,6 +815,7 @@ class _Walker:
                 name = _text(name_node) if name_node is not None else ""
                 value = word_value(value_node) if value_node is not None else Word("")
                 assignments.append((name, value))
+                self.bind(name, value)  # the command's own environment (eval, source, f())
                 loads = self.environment(name, value, via, depth) or loads
                 if value_node is not None:
                     others.append(value_node)
@@ -762,7 +864,42 @@ class _Walker:
         self.commands.append(SimpleCommand(name, text, via, runs_other, tuple(words),
                                            opaque=opaque, appended=appended))
         self.file_uses(name, [w for i, w in enumerate(words) if i not in code], text)
-        return len(self.commands) - 1
+        index = len(self.commands) - 1
+        if name in LISTERS and not self.created:
+            from gateway.policy.shell.listings import listed  # ls, grep: on first use
+
+            found = listed(name, words, self.names_now, self.is_dir)
+            if found is not None:
+                self.outputs[index] = found
+        if not self.created and name not in _RUNS_OTHERS:
+            self.created = creates_unknown_names(name, words)
+        return index
+
+    def names_now(self, word: Word) -> list[str] | None:
+        """The names a word stands for now: itself, or a glob's matches in every
+        directory the command has reached (None when not known)."""
+        if word.dynamic or self.cwd_unknown:
+            return None
+        if not is_glob(word):
+            return [word.text]
+        names: list[str] = []
+        for cwd in dict.fromkeys(self.cwds or [self.cwd or "/"]):
+            found = self.glob(word.text, cwd)
+            if found is None:
+                return None
+            names.extend(found)
+        return list(dict.fromkeys(names))
+
+    def glob(self, pattern: str, cwd: str, options: frozenset[str] = frozenset()
+             ) -> list[str] | None:
+        """files.glob, once per pattern, directory and options in a scan."""
+        key = (pattern, cwd, options)
+        if key not in self.globbed:
+            self.globbed[key] = self.files.glob(pattern, cwd, options)
+        return self.globbed[key]
+
+    def is_dir(self, name: str) -> bool:
+        return any(self.files.is_dir(name, cwd) for cwd in self.cwds or [self.cwd or "/"])
 
     def file_uses(self, name: str, words: Sequence[Word], text: str) -> None:
         if name in _SCRIPT_RUNNERS:
@@ -771,13 +908,17 @@ class _Walker:
         if uses is None:
             # An unknown program: any argument may be a file it opens.
             for word in words[1:]:
-                value = word.text.partition("=")[2] if word.text.startswith("-") else word.text
+                if not word.text.startswith("-"):
+                    self.access("read", word, text, possible=True)
+                    continue
+                value = word.text.partition("=")[2]
                 if value and not value.startswith("-"):
                     self.access("read", Word(value, word.dynamic, word.lead_dynamic,
                                              word.globby), text, possible=True)
             return
         for mode, path in uses:
-            self.access(mode, path, text)
+            self.access(mode, path, text, creates=name not in CHANGES_ONLY,
+                        own=len(self.commands) - 1)
         self.directories(name, words)
 
     def directories(self, name: str, words: Sequence[Word]) -> None:
@@ -795,6 +936,20 @@ class _Walker:
             else:
                 self.cwds.append(resolve(target.text, self.cwds[-1] if self.cwds else self.cwd))
 
+    def settle(self, word: Word) -> Word:
+        """A glob that expands, in every directory the command has reached so far, to no
+        word beginning with '-' is no option (checked again once the whole command is
+        known: a later step may create such a name, or `cd` elsewhere, first)."""
+        if not word.globby or word.dynamic or word.plain_names or self.cwd_unknown:
+            return word
+        cwds = dict.fromkeys(self.cwds or [self.cwd or "/"])
+        for cwd in cwds:
+            found = self.glob(word.text, cwd)
+            if found is None or any(_special_name(n) and n != word.text for n in found):
+                return word
+        self.settled = True
+        return _replace_word(word, plain_names=True)
+
     def emit(self, words: Sequence[Word], via: tuple[str, ...], depth: int, feed: Feed, *,
              appended: bool = False) -> None:
         if not words:
@@ -807,6 +962,8 @@ class _Walker:
         if not _SYNTAX_IN_NAME.isdisjoint(head.text):
             self.fail(f"a command name holds shell syntax: {head.text[:60]}")
             return
+        if any(w.globby for w in words):
+            words = [head, *(self.settle(w) for w in words[1:])]
         name = normalize_name(head.text)
         alias = self.aliases.get(head.text)
         if alias is not None and f"alias {head.text}" not in via:
@@ -844,8 +1001,7 @@ class _Walker:
         elif name == "git":
             self.git(words, via, depth, appended)
         elif name in FINDS:
-            self.record(words, via, False, appended=appended)
-            self.find_exec(words, (*via, name), depth, feed)
+            self.find(words, via, depth, appended)
         else:
             self.program(name, words, via, depth, feed, appended)
 
@@ -854,6 +1010,8 @@ class _Walker:
         if name in NAME_TAKING or name in ("hash", "enable", "fc", "compgen", "complete",
                                            "bind"):
             self.builtin(name, words, via, depth)
+            if name == "read":
+                self.read_lines(words, feed)
             return
         special = special_program(name, words)
         opaque = special is None and name not in programs.CODE_OPTIONS and (
@@ -862,6 +1020,30 @@ class _Walker:
         self.carried(name, special, via, depth, feed, index)
         if opaque:
             self.look_ahead(name, words, via, depth, feed)
+
+    def read_lines(self, words: Sequence[Word], feed: Feed) -> None:
+        """`read -r f` fed a known list (find's selection, a literal): f holds one of its
+        lines (after the walk's first binding, which took it as unknown)."""
+        args = [w.text for w in words[1:]]
+        names = [a for a in args if not a.startswith("-")]
+        if len(names) != 1 or any(a not in ("-r",) for a in args if a.startswith("-")):
+            return
+        lines: list[Word] | None = None
+        if feed.pipe is not None:
+            produced = self.produced(*feed.pipe)
+            if produced.text is None:
+                lines = self.output_words(*feed.pipe)
+            feed = produced
+        if feed.text is not None and "\\" not in feed.text:
+            lines = [Word(line.strip(), verbatim=True) for line in feed.text.splitlines()]
+        if lines is None or any(w.dynamic and not w.pattern for w in lines):
+            return
+        bound = self.variables.bound.get(names[0], [])
+        if bound and bound[-1].dynamic and not bound[-1].pattern:
+            bound.pop()  # the unknown value builtin() gave it
+        for line in [*lines, Word("")]:  # at the end of its input, read empties it
+            self.bind(names[0], line)
+        self.variables.dominated.add(names[0])  # inside the loop it reads for
 
     def look_ahead(self, name: str, words: Sequence[Word], via: tuple[str, ...],
                    depth: int, feed: Feed) -> None:
@@ -919,6 +1101,7 @@ class _Walker:
         self.fail(found.problem)
         loads = ""
         for key, value in found.assignments:
+            self.bind(key, value)
             loads = self.environment(key, value, via, depth) or loads
         if loads:
             self.commands[index] = _replace(self.commands[index], carries_code=loads)
@@ -929,6 +1112,9 @@ class _Walker:
         if found.shell_argv is not None:
             self.shell("sh", [Word("sh"), *found.shell_argv], inner_via, depth, feed, False)
         if found.inner:
+            if name == "xargs":
+                self.xargs(words, found.inner, inner_via, depth, feed)
+                return
             inner = _placeholders(name, words, found.inner)
             self.emit(inner, inner_via, depth, feed, appended=appended or found.appends)
         elif name == "parallel" and not found.scripts and not found.problem:
@@ -986,8 +1172,9 @@ class _Walker:
                 continue
             break
         operand = words[i] if i < len(words) else None
+        positional: Sequence[Word] = ()
         if code is not None and not code.text and operand is not None:
-            code = operand
+            code, positional = operand, words[i + 1 :]  # sh -c CODE $0 $1 ...
         if code is not None and operand is None and not code.text and appended:
             code = Word("", dynamic=True)  # xargs sh -c: the script is the appended input
         self.record(words, via, True)
@@ -997,7 +1184,13 @@ class _Walker:
             self.fail(f"{name} runs code in a language that is not analysed")
             return
         if code is not None:
+            added = [str(k) for k in range(len(positional))
+                     if str(k) not in self.variables.dominated]
+            for k, value in enumerate(positional):
+                self.bind(str(k), value)
+            self.variables.dominated.update(added)  # the script's own $0, $1, ...
             self.code(code, via, depth, name)
+            self.variables.dominated.difference_update(added)
         elif appended:
             self.fail(f"{name} gets its script from arguments added at run time")
         elif operand is not None and not stdin:
@@ -1065,12 +1258,24 @@ class _Walker:
             if name in ("read", "mapfile", "readarray", "printf", "getopts"):
                 for variable, _ in names:
                     self.hazards.assign(variable.split("[", 1)[0], "", True)
+                    self.variables.unknown(variable.split("[", 1)[0])
+            elif name == "unset":
+                for variable, _ in names:
+                    self.bind(variable, Word(""))
             if any(t.startswith("-") and "i" in t[1:] for t in texts if not t.startswith("--")
                    ) and name in ("declare", "typeset", "local", "export", "readonly"):
                 self.hazards.referenced.update(v.split("[", 1)[0] for v, _ in names)
         if name in ("export", "declare", "typeset", "local", "readonly"):
+            references = _nameref(texts)
             for word in args:
                 key, eq, setting = word.text.partition("=")
+                base = key.split("[", 1)[0].rstrip("+")
+                if word.text.startswith("-"):
+                    pass
+                elif references or key != base or setting.startswith("("):
+                    self.variables.unknown(base)  # a name reference, f+=x, an array
+                else:
+                    self.bind(key, Word(setting, dynamic=word.dynamic) if eq else Word(""))
                 if eq and not word.text.startswith("-"):
                     self.hazards.assign(key, setting, word.dynamic)
                     self.unsafe_for_allow = self.unsafe_for_allow or self.environment(
@@ -1094,26 +1299,71 @@ class _Walker:
                 "git runs a program named in its configuration or options"))
         for script in run.scripts:
             self.code(script, via, depth, "git")
+        listed = gitcmd.listed_files(run.argv)
+        if listed is not None:
+            self.outputs[index] = listed
 
-    def find_exec(self, words: Sequence[Word], via: tuple[str, ...], depth: int,
-                  feed: Feed) -> None:
-        i = 1
-        while i < len(words):
-            if words[i].text in FIND_EXEC:
-                end = i + 1
-                while end < len(words) and words[end].text not in (";", "+"):
-                    end += 1
-                # {} becomes each path found; find prints paths starting with the start
-                # point, so it is run-time text but never an option.
-                inner = [Word(w.text, dynamic=True) if "{}" in w.text else w
-                         for w in words[i + 1 : end]]
-                self.emit(inner, via, depth, INHERITED)
-                i = end
-            i += 1
+    def find(self, words: Sequence[Word], via: tuple[str, ...], depth: int,
+             appended: bool) -> None:
+        """find: the commands -exec runs and the files -delete removes, on the files it
+        selects (a pattern: see findcmd); what it prints, for a consumer such as xargs."""
+        from gateway.policy.shell.findcmd import analyse_find  # on first use
+
+        run = analyse_find(words)
+        index = self.record(words, via, False, appended=appended)
+        for path in run.deletes:
+            self.access("write", path, self.commands[index].text)
+        for argv in run.commands:
+            self.emit(argv, (*via, words[0].text), depth, INHERITED)
+        self.outputs[index] = run.prints
+
+    def xargs(self, words: Sequence[Word], inner: Sequence[Word], via: tuple[str, ...],
+              depth: int, feed: Feed) -> None:
+        """The command xargs runs, with the items it reads: known from a literal input or
+        find's selection, else unknown words (that may be options)."""
+        from gateway.policy.shell.xargs import MAX_RUNS, put, xargs_options  # on first use
+
+        options = xargs_options(words[1 : len(words) - len(inner)])
+        values = None if options.from_file else self.input_items(feed, options)
+        if values is None:
+            unknown = Word("$(xargs input)", dynamic=True, lead_dynamic=True)
+            if options.marker:
+                self.emit(_placeholders("xargs", words, tuple(inner)), via, depth, feed,
+                          appended=True)
+            else:
+                self.emit([*inner, unknown], via, depth, feed, appended=True)
+        elif options.marker:
+            for value in values[:MAX_RUNS]:
+                self.emit([put(w, options.marker, value) for w in inner], via, depth, feed)
+            if len(values) > MAX_RUNS:
+                self.emit(_placeholders("xargs", words, tuple(inner)), via, depth, feed,
+                          appended=True)
+        else:
+            self.emit([*inner, *values], via, depth, feed)
+
+    def input_items(self, feed: Feed, options: Xargs) -> list[Word] | None:
+        """What xargs reads, as Words: literal items, or files find selects; None when
+        unknown."""
+        if feed.text is None and feed.pipe is not None:
+            start, end = feed.pipe
+            produced = self.produced(start, end)
+            if produced.text is None:
+                found = [self.outputs.get(k) for k in range(start, end)]
+                if not found or any(f is None for f in found):
+                    return None
+                return [w for f in found if f is not None for w in f]
+            feed = produced
+        if feed.text is None:
+            return None
+        from gateway.policy.shell.xargs import items
+
+        texts = items(feed.text, options)
+        if texts is None:
+            return None
+        return [Word(t, verbatim=not GLOB_CHARS.isdisjoint(t)) for t in texts]
 
 
 _DIGIT = re.compile(r"\d")
-_REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 def _code_words(words: Sequence[Word], source: str | None) -> frozenset[int]:
     """Positions of the words that gave an interpreter its program text (`-e CODE`, `-rCODE`,
     `--eval=CODE`): the analysis reads them as code, and `[1]` in them is no glob."""
@@ -1131,8 +1381,16 @@ def _code_words(words: Sequence[Word], source: str | None) -> frozenset[int]:
     return frozenset(found)
 
 
+_ASSIGNING = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?=")
+
+
+def _nameref(texts: Sequence[str]) -> bool:
+    """declare -n / local -n: the names refer to other variables."""
+    return any(t.startswith("-") and not t.startswith("--") and "n" in t[1:] for t in texts)
 _SCRIPT_RUNNERS = frozenset({*SHELLS, *FOREIGN_SHELLS, "source", ".", "eval", "trap"})
 SUB_WRAPPER_PROGRAMS = frozenset(program for program, _ in SUB_WRAPPERS)
+_RUNS_OTHERS = frozenset({*WRAPPERS, *SHELLS, *EVALS, *TRAPS, "source", "."})
+LISTERS = frozenset({"ls", "grep", "egrep", "fgrep", "rg"})
 RUNNERS = frozenset({
     *WRAPPERS, *SHELLS, *FOREIGN_SHELLS, *EVALS, *TRAPS, *FINDS, *programs.CODE_OPTIONS,
     *(program for program, _ in SUB_WRAPPERS), *SPECIAL_PROGRAMS, *INTERPRETERS, "source",
@@ -1140,6 +1398,67 @@ RUNNERS = frozenset({
 })
 """Programs that run code named in their arguments: an unknown program's argument naming
 one of these may be the start of a command the program runs."""
+
+
+def _special_name(name: str) -> bool:
+    """A file name a program may read as more than a name: an option, a perl open mode."""
+    return name[:1] in ("-", "|", "<", ">", "+", " ", "\t") or name.endswith("|")
+
+
+def _special_name_possible(path: Word) -> bool:
+    """Whether a file written at `path` may have a name a program reads as more than a
+    name (see `_special_name`)."""
+    name = path.text.rstrip("/").rsplit("/", 1)[-1]
+    return _special_name(name) or (path.dynamic and (
+        bool(path.pattern) or any(c in name for c in "$`"))) or (
+        is_glob(path) and name[:1] in ("*", "?", "[", "{"))
+
+
+def _checked_settled(commands: tuple[SimpleCommand, ...], walker: _Walker, files: Files,
+                     cwds: Sequence[str], options: frozenset[str]
+                     ) -> tuple[SimpleCommand, ...]:
+    """The globs the walk took for no option, checked against the whole command: nothing
+    in it may create a name beginning with '-' first, no `cd` may reach a directory where
+    one expands to such a name (with the glob options the command sets). Otherwise each is
+    a possible option again, and a program that already read them as no option (an
+    interpreter: `perl -n *` with a file named `-e...`) makes the command unparseable."""
+    def plain_names(word: Word) -> bool:
+        for cwd in cwds:
+            found = walker.glob(word.text, cwd, options)
+            if found is None or any(_special_name(n) and n != word.text for n in found):
+                return False
+        return True
+
+    creating = [k for k, c in enumerate(commands) if c.name not in _RUNS_OTHERS
+                and creates_unknown_names(c.name, c.words, globs_too=False)]
+    writers = {*creating, *walker.dash_writers}
+    clear = not (walker.cwd_unknown or len(writers) > 1)
+    out: list[SimpleCommand] = []
+    for index, command in enumerate(commands):
+        # what a program creates itself comes after bash expanded its arguments
+        valid = clear and writers <= {index}
+        words = list(command.words)
+        changed = False
+        for k, word in enumerate(words):
+            if word.plain_names and not (valid and plain_names(word)):
+                words[k] = _replace_word(word, plain_names=False)
+                changed = True
+        if changed:
+            if interpreter_base(command.name) is not None:
+                walker.fail(f"`{command.text[:80]}`: a glob may expand to an option")
+            command = _replace(command, words=tuple(words))
+        out.append(command)
+    return tuple(out)
+
+
+def _creates(commands: Sequence[SimpleCommand], globs_too: bool = True) -> str:
+    """Why the command may create files no recorded write names ('' when it cannot)."""
+    for command in commands:
+        if command.name in _RUNS_OTHERS:
+            continue  # what it runs is a command of the scan
+        if creates_unknown_names(command.name, command.words, globs_too):
+            return f"`{command.text[:80]}` may create files"
+    return ""
 
 
 def _heredoc_texts(root: Node) -> list[str]:
@@ -1233,10 +1552,16 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def _replace_access(access: Access) -> Access:
+def _replace_access(access: Access, **changes: object) -> Access:
     from dataclasses import replace
 
-    return replace(access, possible=True)
+    return replace(access, **(changes or {"possible": True}))  # type: ignore[arg-type]
+
+
+def _replace_word(word: Word, **changes: object) -> Word:
+    from dataclasses import replace
+
+    return replace(word, **changes)  # type: ignore[arg-type]
 
 
 def _replace(command: SimpleCommand, **changes: object) -> SimpleCommand:

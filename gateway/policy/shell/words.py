@@ -24,6 +24,7 @@ _BRACE = re.compile(r"\{[^{}]*,[^{}]*\}|\{[^{}]*\.\.[^{}]*\}")
 _ESCAPE = re.compile(r"\\(.)", re.S)
 _PLAIN_WORD = frozenset("*?[{\\")
 _DQ_ESCAPE = re.compile(r'\\([$`"\\])')
+_GLOB_CHARS = frozenset("*?[")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +36,34 @@ class Word:
     """The value starts with a run-time part, so it could begin with '-'."""
     globby: bool = False
     """Unquoted glob or brace characters: bash may turn it into other words."""
+    verbatim: bool = False
+    """Glob characters in the text are quoted (or escaped): bash passes them as they are.
+    A Word derived from another without saying so is not verbatim: its `*` may glob."""
+    process: bool = False
+    """A process substitution: the program gets a /dev/fd path, not a file on disk."""
+    pattern: str = ""
+    """What the value is known to match when it is only known at run time (a file find
+    selects, a pattern a program matches itself): a path glob whose `*` may match a
+    leading dot and whose `**` is any number of directories, relative to the command's
+    directory unless absolute."""
+
+    plain_names: bool = False
+    """A glob known to expand only to plain names besides its own text: none begins with
+    '-' (an option) or '|', '<', '>', '+', a blank, nor ends with '|' (perl's two-argument
+    open); looked up on disk when nothing in the command may create such a name first."""
 
     @property
     def may_be_option(self) -> bool:
-        """Could start with '-' once expanded: `$o`, `-$o`, `-"$o"`, `*` (a file named -rf)."""
+        """Could start with '-' once expanded: `$o`, `-$o`, `-"$o"`, `*` or `-*` (a file
+        named -rf)."""
         if self.lead_dynamic or (self.dynamic and self.text.startswith("-")):
             return True
-        return self.globby and self.text[:1] in ("*", "?", "[", "{")
+        return self.option_glob and not self.plain_names
+
+    @property
+    def option_glob(self) -> bool:
+        """A glob whose expansion could begin with '-'."""
+        return self.globby and self.text[:1] in ("*", "?", "[", "{", "-")
 
 
 def _text(node: Node) -> str:
@@ -87,22 +109,25 @@ def word_value(node: Node) -> Word:
     """The value bash would pass for this word, as far as it is known before running."""
     kind = node.type
     if kind in _DYNAMIC:
-        return Word(_text(node), dynamic=True, lead_dynamic=True)
+        return Word(_text(node), dynamic=True, lead_dynamic=True,
+                    process=kind == "process_substitution")
     if kind == "raw_string":
-        return Word(_text(node)[1:-1])
+        return _quoted(Word(_text(node)[1:-1]))
     if kind == "ansi_c_string":
-        return Word(_ansi_c(_text(node)))
+        return _quoted(Word(_ansi_c(_text(node))))
     if kind in ("string", "translated_string"):
-        return _string(node)
+        return _quoted(_string(node))
     if kind == "concatenation":
         parts = [word_value(child) for child in node.named_children]
         if not parts:
             return Word(_unescape_unquoted(_text(node)))
+        globby = any(p.globby for p in parts) or _BRACE.search(_text(node)) is not None
         return Word(
             "".join(p.text for p in parts),
             dynamic=any(p.dynamic for p in parts),
             lead_dynamic=parts[0].lead_dynamic,
-            globby=any(p.globby for p in parts) or _BRACE.search(_text(node)) is not None,
+            globby=globby,
+            verbatim=not globby and any(p.verbatim for p in parts),
         )
     raw = _text(node)
     if kind == "word":
@@ -111,8 +136,16 @@ def word_value(node: Node) -> Word:
         unescaped = _unescape_unquoted(raw)
         stripped = re.sub(r"\\.", "", raw)
         globby = any(c in stripped for c in "*?[") or _BRACE.search(stripped) is not None
-        return Word(unescaped, globby=globby)
+        return Word(unescaped, globby=globby,
+                    verbatim=not globby and not _GLOB_CHARS.isdisjoint(unescaped))
     return Word(_unescape_unquoted(raw))
+
+
+def _quoted(word: Word) -> Word:
+    """A quoted word: its glob characters are text."""
+    if _GLOB_CHARS.isdisjoint(word.text):
+        return word
+    return Word(word.text, word.dynamic, word.lead_dynamic, verbatim=True)
 
 
 def _string(node: Node) -> Word:

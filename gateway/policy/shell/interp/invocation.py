@@ -31,8 +31,10 @@ def _settled(word: Word) -> Word:
     """A word with unquoted glob characters becomes whatever file names match: unknown."""
     if not word.globby:
         return word
-    lead = word.lead_dynamic or word.text[:1] in ("*", "?", "[", "{")
-    return Word(word.text, dynamic=True, lead_dynamic=lead, globby=True)
+    lead = word.lead_dynamic or word.may_be_option  # a file named -e... (scan.settle)
+    pattern = word.text if "{" not in word.text and not word.dynamic else ""
+    return Word(word.text, dynamic=True, lead_dynamic=lead, globby=True, pattern=pattern,
+                plain_names=word.plain_names)
 
 
 def _code(scanned: Scanned, *options: str) -> tuple[str | None, bool]:
@@ -189,7 +191,7 @@ def _perl_arg(arg: Word, magic: bool, reads: list[Word], writes: list[Word]) -> 
         return f"perl would run the argument {arg.text!r} as a command"
     if not magic:
         return ""
-    if arg.dynamic:
+    if arg.dynamic and not arg.plain_names:
         return f"perl opens an argument computed at run time: {arg.text}"
     if text.startswith((">", "+<", "+>")):
         writes.append(Word(text.lstrip("+<>").strip()))
