@@ -404,7 +404,11 @@ def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
             matcher = rule.matcher
             assert isinstance(matcher, PathRule)
             if targets is None:
-                if resolved.bounded(path) and not resolved.could_name(path, rule):
+                # In a sandboxed session the kernel holds a deny rule whatever names the
+                # pattern allows: the walk that would tell is not needed.
+                sandbox_holds = held is not None and rule.decision == "deny"
+                if (not sandbox_holds and resolved.bounded(path)
+                        and not resolved.could_name(path, rule)):
                     continue  # no name the pattern allows is one the rule matches
                 unsure(rule, access.command, _unknown_names(path))
             elif matcher.pattern.matches(names, call.cwd, anywhere=True):

@@ -27,9 +27,9 @@ from tests.fixtures.precision.replay import (
 )
 
 REQUIRED_BUDGET = 0.01
-OFF_CEILING = {"tldr": 0.02, "agent": 0.09}
-"""Blocked rate with the sandbox off, measured when the corpus was built (tldr 45/2500 = 1.80%,
-agent 33/395 = 8.35%), rounded up."""
+OFF_CEILING = {"tldr": 0.006, "agent": 0.025}
+"""Blocked rate with the sandbox off, rounded up from the last measurement (tldr 10/2500 =
+0.40%, agent 7/395 = 1.77%; 1.80% and 8.35% when the corpus was built): it may only fall."""
 MIN_SIZE = {"tldr": 1000, "agent": 200}
 
 
