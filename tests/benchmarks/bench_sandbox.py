@@ -52,24 +52,8 @@ from gateway.policy import load_policy  # noqa: E402
 from gateway.policy.sandbox import compile_sandbox  # noqa: E402
 from gateway.sdk.claude_cli import claude_binary  # noqa: E402
 from gateway.testing import ScriptedServer  # noqa: E402
+from tests.fixtures.precision import platform_policy  # noqa: E402
 
-PLATFORM = """\
-version: 1
-name: platform
-{sandbox}permissions:
-  deny:
-    - Bash(rm -rf:*)
-    - Bash(rm -r:*)
-    - Bash(sudo:*)
-    - Bash(git push --force:*)
-    - Bash(curl:*)
-    - Bash(wget:*)
-    - Bash(chmod 777:*)
-    - Read(**/.env)
-    - Read(~/.ssh/**)
-    - Edit(.github/workflows/**)
-    - WebFetch(domain:pastebin.com)
-"""
 MODES = ("bare", "enabled", "compiled", "run", "run-sandbox")
 SANDBOXED = ("enabled", "compiled", "run-sandbox")
 BUDGET_MS = 20.0
@@ -87,9 +71,9 @@ def scenario(calls: int) -> dict[str, Any]:
 
 def commands(workdir: Path, home: Path) -> dict[str, list[str]]:
     policies = {}
-    for name, key in (("hook", ""), ("sandbox", "sandbox: required\n")):
+    for name, required in (("hook", False), ("sandbox", True)):
         policies[name] = workdir / f"platform-{name}.yaml"
-        policies[name].write_text(PLATFORM.format(sandbox=key))
+        policies[name].write_text(platform_policy(sandbox=required))
     compiled = compile_sandbox(load_policy([str(policies["sandbox"])]).layers, str(home))
     claude = [claude_binary(), "-p", "go", "--output-format", "stream-json", "--verbose",
               "--allowedTools", "Bash"]

@@ -29,6 +29,7 @@ import pytest
 
 from gateway.testing import ScriptedServer
 from tests.e2e.harness import RunOutcome, Sandbox, claude_run, gateway_run
+from tests.fixtures.precision import platform_policy
 from tests.server.processes import ServeProcess
 
 MISSING = [name for name in ("bwrap", "socat") if shutil.which(name) is None]
@@ -40,23 +41,6 @@ pytestmark = [
 Scripted = Callable[[dict[str, Any]], ScriptedServer]
 TOKEN = "e2e-sandbox-token"
 
-PLATFORM = """\
-version: 1
-name: platform
-{sandbox}permissions:
-  deny:
-    - Bash(rm -rf:*)
-    - Bash(rm -r:*)
-    - Bash(sudo:*)
-    - Bash(git push --force:*)
-    - Bash(curl:*)
-    - Bash(wget:*)
-    - Bash(chmod 777:*)
-    - Read(**/.env)
-    - Read(~/.ssh/**)
-    - Edit(.github/workflows/**)
-    - WebFetch(domain:pastebin.com)
-"""
 
 TEAM = "version: 1\nname: team\npermissions:\n  deny: ['Bash(shred:*)']\n"
 
@@ -150,7 +134,7 @@ def make_project(sandbox: Sandbox, *, required: bool = True) -> Project:
     (cwd / "out").mkdir()
     (cwd / "report.txt").write_text("line one\nline two\n")
     policy = cwd.parent / "platform.yaml"
-    policy.write_text(PLATFORM.format(sandbox="sandbox: required\n" if required else ""))
+    policy.write_text(platform_policy(sandbox=required))
     # a lower policy file kept in the project, where the agent may write
     (cwd / "policies").mkdir()
     (cwd / "policies" / "team.yaml").write_text(TEAM)

@@ -17,24 +17,8 @@ import pytest
 
 from gateway.policy import Policy, decide, load_policy
 from gateway.types import ToolCall
+from tests.fixtures.precision import platform_policy
 
-POLICY = """
-version: 1
-default: abstain
-unparseable: deny
-permissions:
-  deny:
-    - Bash(rm -rf:*)
-    - Bash(rm -r:*)
-    - Bash(sudo:*)
-    - Bash(git push --force:*)
-    - Bash(curl:*)
-    - Bash(wget:*)
-    - Bash(chmod 777:*)
-    - Read(**/.env)
-    - Read(~/.ssh/**)
-    - Edit(.github/workflows/**)
-"""
 SECRET = "top-secret-value"
 
 
@@ -62,7 +46,7 @@ def project(tmp_path: Path) -> Path:
 @pytest.fixture(scope="module")
 def policy(tmp_path_factory: pytest.TempPathFactory, home: Path) -> Policy:
     path = tmp_path_factory.mktemp("policy") / "org.yaml"
-    path.write_text(POLICY, encoding="utf-8")
+    path.write_text(platform_policy(sandbox=False), encoding="utf-8")
     return load_policy([str(path)])
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from gateway.policy.shell.interp.effects import CodeEffects
 from gateway.policy.shell.interp.programs import language_of, program_name
+from gateway.policy.shell.interp.settle import settle, uncertain
 from gateway.policy.shell.interp.values import (
     UNKNOWN,
     Value,
@@ -115,7 +116,7 @@ class Collector:
         if not self._charge(sum(len(w.text) for w in words)):
             return
         if options.cwd is not None:
-            words = [words[0], *(_uncertain(w) for w in words[1:])]
+            words = [words[0], *(uncertain(w) for w in words[1:])]
         self.commands.append(tuple(words))
 
     def _fed(self, argv: list[Value], options: Options, what: str) -> None:
@@ -194,27 +195,6 @@ class Collector:
 
     # -- the result --------------------------------------------------------------------------
     def effects(self) -> CodeEffects:
-        runs = bool(self.commands or self.scripts)
-        if runs and self.plumbing:
-            self.fail(f"{self.plumbing}: what the programs it starts read is unknown")
-        if runs and self.env_problem:
-            self.fail(self.env_problem)
-        if runs and self.env:
-            prefix = [Word("env"), *(to_word(concat((f"{k}=",), v)) for k, v in self.env)]
-            self.commands = [(*prefix, *c) for c in self.commands]
-            assigns = " ".join(to_bash(concat((f"{k}=",), v)) for k, v in self.env)
-            self.scripts = [f"env {assigns} sh -c {shlex.quote(s)}" for s in self.scripts]
-        if self.chdir:
-            self.commands = [(c[0], *(_uncertain(w) for w in c[1:])) for c in self.commands]
-            self.reads = [_uncertain(w) for w in self.reads]
-            self.writes = [_uncertain(w) for w in self.writes]
-            self.scripts = [f'cd -- "$py_value" && {{ {s}\n}}' for s in self.scripts]
-        return CodeEffects(tuple(self.commands), tuple(self.scripts), tuple(self.reads),
-                           tuple(self.writes), self.problem)
+        return settle(self, self.fail)
 
 
-def _uncertain(word: Word) -> Word:
-    """After a change of directory a relative path names an unknown file."""
-    if word.text.startswith(("/", "~")) or word.dynamic:
-        return word
-    return Word(word.text, dynamic=True, lead_dynamic=word.lead_dynamic, globby=word.globby)

@@ -20,6 +20,7 @@ from gateway.policy.shell.interp.python_values import (
     to_bash,
     to_word,
 )
+from gateway.policy.shell.interp.settle import settle, uncertain
 from gateway.policy.shell.words import Word
 
 _PATH_KEYWORDS = (("path", "src", "name", "filename", "file", "source", "base_name"),
@@ -51,7 +52,7 @@ class Calls:
         self.env: list[tuple[str, Value]] = []
         self.env_problem = ""
         self.chdir = False
-        self.descriptors = ""
+        self.plumbing = ""
 
     def fail(self, why: str) -> None:
         if not self.problem:
@@ -79,7 +80,7 @@ class Calls:
         if not self._charge(sum(len(w.text) for w in words)):
             return
         if options.cwd is not None:
-            words = [words[0], *(_uncertain(w) for w in words[1:])]
+            words = [words[0], *(uncertain(w) for w in words[1:])]
         self.commands.append(tuple(words))
 
     def _fed(self, argv: list[Value], options: Options, what: str) -> None:
@@ -149,7 +150,7 @@ class Calls:
         elif name in t.PUTENV_CALLS and len(node.args) == 2:
             self.setenv(node.args[0], node.args[1])
         elif name in t.DESCRIPTOR_CALLS:
-            self.descriptors = name
+            self.plumbing = name
         elif name.startswith(("os.environ.", "os.environb.")):
             self.environ_method(last, node)
         elif name.startswith("tempfile.") and _keyword(node, "dir") is not None:
@@ -459,23 +460,7 @@ class Calls:
 
     # -- the result --------------------------------------------------------------------------
     def effects(self) -> CodeEffects:
-        runs = bool(self.commands or self.scripts)
-        if runs and self.descriptors:
-            self.fail(f"{self.descriptors}: what the programs it starts read is unknown")
-        if runs and self.env_problem:
-            self.fail(self.env_problem)
-        if runs and self.env:
-            prefix = [Word("env"), *(to_word(concat((f"{k}=",), v)) for k, v in self.env)]
-            self.commands = [(*prefix, *c) for c in self.commands]
-            assigns = " ".join(to_bash(concat((f"{k}=",), v)) for k, v in self.env)
-            self.scripts = [f"env {assigns} sh -c {shlex.quote(s)}" for s in self.scripts]
-        if self.chdir:
-            self.commands = [(c[0], *(_uncertain(w) for w in c[1:])) for c in self.commands]
-            self.reads = [_uncertain(w) for w in self.reads]
-            self.writes = [_uncertain(w) for w in self.writes]
-            self.scripts = [f'cd -- "$py_value" && {{ {s}\n}}' for s in self.scripts]
-        return CodeEffects(tuple(self.commands), tuple(self.scripts), tuple(self.reads),
-                           tuple(self.writes), self.problem)
+        return settle(self, self.fail)
 
 
 UNKNOWN_ARGV: list[Value] = [UNKNOWN]
@@ -488,11 +473,6 @@ def _keyword(node: ast.Call, name: str) -> ast.expr | None:
     return None
 
 
-def _uncertain(word: Word) -> Word:
-    """After a change of directory a relative path names an unknown file."""
-    if word.text.startswith(("/", "~")) or word.dynamic:
-        return word
-    return Word(word.text, dynamic=True, lead_dynamic=word.lead_dynamic, globby=word.globby)
 
 
 def _relative_unknown(value: Value) -> Value:
