@@ -23,6 +23,8 @@ from gateway.errors import GatewayError, one_line
 
 if TYPE_CHECKING:
     from gateway.budgets.limits import Limit
+    from gateway.server.app import ServeConfig
+    from gateway.server.auth import TokenTable
     from gateway.server.budget_gate import BudgetGate
     from gateway.telemetry.metrics import GatewayMetrics
     from gateway.telemetry.pricing import PriceTable
@@ -99,9 +101,10 @@ def serve_command(args: ServeArgs) -> int:
 def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     from aiohttp import web
 
-    from gateway.env import gateway_home, metrics_token, otel_env, redis_url
+    from gateway.env import gateway_home, metrics_token, otel_env, redis_url, snapshot
     from gateway.hooks.trail import audit_export_from_env
     from gateway.integrity.keys import keys_from_env
+    from gateway.sdk.agent_env import remote_agent_env
     from gateway.server.app import ServeConfig, create_app
     from gateway.server.auth import load_tokens
     from gateway.server.exchange_metrics import both, exchange_metrics
@@ -158,6 +161,7 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
         audit_export=export,
         gate=gate,
         metrics=metrics,
+        agent_env=remote_agent_env(snapshot(), _secrets(tokens, config, shared_redis)),
     )
     app = create_app(config, service, both(tracer.on_exchange, exchange_metrics(metrics, prices)))
 
@@ -201,6 +205,19 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
         handle_signals=True,
     )
     return 0
+
+
+def _secrets(tokens: TokenTable, config: ServeConfig, redis: str | None) -> list[str]:
+    """Values no remote run's environment may carry, whatever the variable's name."""
+    import contextlib
+    from urllib.parse import urlsplit
+
+    found = [*tokens.callers, config.metrics_token]
+    if redis:
+        found.append(redis)
+        with contextlib.suppress(ValueError):  # not a URL: the whole value is withheld
+            found.append(urlsplit(redis).password or "")
+    return [s for s in found if s]
 
 
 def _budget_gate(

@@ -21,7 +21,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from gateway.env import snapshot
 from gateway.errors import ConfigError, GatewayError, one_line
+from gateway.sdk.agent_env import local_agent_env
 from gateway.sdk.options import RunOptions
 
 log = logging.getLogger("gateway.sdk.claude_cli")
@@ -164,8 +166,9 @@ def command(options: RunOptions, settings: Mapping[str, Any] | None) -> list[str
 
 
 def child_env(options: RunOptions, extra: Mapping[str, str]) -> dict[str, str]:
-    # CLAUDECODE would tell Claude Code it runs inside another Claude Code session.
-    env = {k: v for k, v in os.environ.items() if k != "CLAUDECODE"}
+    """Claude Code's environment, which the agent's commands inherit (sdk/agent_env.py)."""
+    base = options.base_env
+    env = dict(base) if base is not None else local_agent_env(snapshot())
     env.update(options.env)
     env.update(extra)
     if options.cwd:

@@ -22,11 +22,12 @@ from collections.abc import Callable, Coroutine
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from gateway.env import RUN_HOOK_TOKEN_ENV
 from gateway.sdk.hook_answers import HookAnswers
 
 log = logging.getLogger("gateway.sdk.hook_endpoint")
 
-TOKEN_ENV = "AGENT_GATEWAY_RUN_HOOK_TOKEN"
+TOKEN_ENV = RUN_HOOK_TOKEN_ENV
 TIMEOUT_S = {"PreToolUse": 60, "PreCompact": 300}
 """Claude Code's wait for each answer; past it, the call is blocked (archiving a large
 transcript is the slow one)."""

@@ -32,6 +32,7 @@ from gateway.hookio.wire import PreCompactOutput, PreToolUseHookSpecificOutput, 
 from gateway.hooks.decision import fail_closed
 from gateway.hooks.engine import Engine
 from gateway.hooks.trail import AuditExport
+from gateway.sdk.agent_env import remote_agent_env
 from gateway.server import audit_events as ev
 from gateway.server.auth import Caller
 from gateway.server.bodies import JSONBody, decode_object
@@ -138,8 +139,13 @@ class GatewayService:
         audit_export: AuditExport | None = None,
         gate: BudgetGate | None = None,
         metrics: GatewayMetrics | None = None,
+        agent_env: Mapping[str, str] | None = None,
     ) -> None:
+        """`agent_env`: the environment remote runs' Claude Code gets (sdk/agent_env.py);
+        None: the allow-listed part of this process's own."""
         self._paths = tuple(policy_paths)
+        self._agent_env = dict(agent_env if agent_env is not None
+                               else remote_agent_env(snapshot()))
         self._tracer = tracer
         self._audit_log = audit_log or audit_path()
         self._audit_export = audit_export
@@ -525,7 +531,7 @@ class GatewayService:
     async def stream_run(self, spec: RunSpec, caller: Caller) -> AsyncIterator[bytes]:
         """The run's NDJSON lines; its session is recorded as the caller's when it starts."""
         claimed = not self.tenancy.enabled
-        async for chunk in stream_run_lines(spec, self._run_account(caller)):
+        async for chunk in stream_run_lines(spec, self._agent_env, self._run_account(caller)):
             if not claimed and (session_id := _session_id_of(chunk)):
                 claimed = True
                 try:

@@ -11,6 +11,7 @@ import pytest
 
 from gateway.testing import ScriptedServer
 from tests.e2e.harness import Sandbox, post_ndjson
+from tests.redis_server import RedisServer
 from tests.server.processes import ServeProcess
 
 pytestmark = pytest.mark.e2e
@@ -84,3 +85,64 @@ def test_remote_run_streams_messages_under_the_callers_policy(
     assert unauthorized == 401
     assert bad == 400 and "settings" in error[0]["error"]
     assert len(server.requests) == 4  # two runs, two model calls each
+
+
+SERVICE_SECRETS = {
+    "TEAM_A_TOKEN": "tok-team-a-7f3e9c1d5b",
+    "TEAM_B_TOKEN": "tok-team-b-2a8d4e6f0c",
+    "AGENT_GATEWAY_METRICS_TOKEN": "scrape-4c1e7a9b3d5f",
+    "AWS_SECRET_ACCESS_KEY": "aws-archive-9d2b6f8e1a",
+}
+REDIS_PASSWORD = "redis-pass-5e3a1c7b9d"
+
+
+def tool_output(messages: list[dict[str, Any]]) -> str:
+    return "\n".join(
+        str(b["content"]) for m in messages if m.get("type") == "user"
+        for b in m["message"]["content"] if b.get("type") == "tool_result"
+    )
+
+
+def test_a_remote_runs_agent_sees_none_of_the_services_secrets(
+    sandbox: Sandbox, scripted: Scripted, tmp_path: Path
+) -> None:
+    scripted({"responses": [
+        {"when": "prompt", "text": "looking", "times": 0,
+         "tool_use": [{"name": "Bash", "input": {"command": "printenv"}}]},
+        {"when": "tool_result", "text": "done", "times": 0},
+    ]})
+    org = tmp_path / "org.yaml"
+    org.write_text("version: 1\nname: org\npermissions:\n  allow:\n    - Bash(printenv)\n")
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text(
+        "tokens:\n  - {token_env: TEAM_A_TOKEN, name: team-a}\n"
+        "  - {token_env: TEAM_B_TOKEN, name: team-b}\n"
+    )
+    key_file = tmp_path / "audit.key"
+    key_file.write_text("0123456789abcdef0123456789abcdef0123456789\n")
+    work = sandbox.cwd / "team-a"
+    work.mkdir()
+    (tmp_path / "redis").mkdir()
+
+    with RedisServer(tmp_path / "redis", password=REDIS_PASSWORD) as redis:
+        env = sandbox.env(
+            AGENT_GATEWAY_TOKENS_FILE=str(tokens), AGENT_GATEWAY_REDIS_URL=redis.url,
+            AGENT_GATEWAY_AUDIT_KEY_FILE=str(key_file), **SERVICE_SECRETS,
+        )
+        with ServeProcess([str(org)], upstream="http://127.0.0.1:9", env=env,
+                          args=["--runs-root", str(sandbox.cwd)]) as gateway:
+            status, lines = post_run(gateway.url, SERVICE_SECRETS["TEAM_A_TOKEN"], {
+                "prompt": "show the environment", "cwd": str(work), "allowed_tools": ["Bash"],
+            })
+
+    assert status == 200 and lines[-1]["exit_code"] == 0, lines[-1]
+    printed = tool_output(lines)
+    # It ran, with what Claude Code needs and its own configuration.
+    assert "PATH=" in printed and f"HOME={sandbox.home}" in printed
+    assert f"ANTHROPIC_BASE_URL={sandbox.base_url}" in printed
+    for name, secret in SERVICE_SECRETS.items():
+        assert secret not in printed, f"{name}'s value reached the agent"
+    assert REDIS_PASSWORD not in printed
+    for name in ("AGENT_GATEWAY_TOKENS_FILE", "AGENT_GATEWAY_AUDIT_KEY_FILE",
+                 "AGENT_GATEWAY_REDIS_URL", str(key_file), str(tokens)):
+        assert name not in printed
