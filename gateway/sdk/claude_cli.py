@@ -182,9 +182,11 @@ async def run_claude(
     settings: Mapping[str, Any] | None,
     extra_env: Mapping[str, str],
     on_message: Callable[[dict[str, Any]], None],
+    on_start: Callable[[int], None] | None = None,
 ) -> int:
     """Run to the end of Claude Code's output; each JSON object it prints goes to
-    `on_message` on this loop. Returns its exit status; stopped when cancelled."""
+    `on_message` on this loop; `on_start` is told its pid before it is given the prompt.
+    Returns its exit status; stopped when cancelled."""
     cmd = command(options, settings)
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -194,6 +196,8 @@ async def run_claude(
     except OSError as exc:
         raise ClaudeCodeFailed(f"Claude Code did not start: {one_line(exc)}") from None
     try:
+        if on_start is not None:
+            on_start(proc.pid)
         assert proc.stdin is not None and proc.stdout is not None
         user = {"type": "user", "session_id": "", "parent_tool_use_id": None,
                 "message": {"role": "user", "content": prompt}}

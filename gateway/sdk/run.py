@@ -99,7 +99,8 @@ async def _execute(
     try:
         with HookEndpoint(answers, asyncio.get_running_loop()) as endpoint:
             settings = merged_settings(options, endpoint.settings())
-            status = await run_claude(request.prompt, options, settings, endpoint.env(), tap)
+            status = await run_claude(request.prompt, options, settings, endpoint.env(), tap,
+                                      on_start=endpoint.admit)
     finally:
         attachments.close()
     if tracker.last is None and status != 0:

@@ -1,0 +1,87 @@
+"""What the agent of `agent-gateway run` can reach, with the real Claude Code: none of the
+gateway's secrets in the environment its commands inherit, and no way to put a decision of
+its own making into the run's hook endpoint and so into the audit log."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.testing import ScriptedServer
+from tests.e2e import forgery
+from tests.e2e.harness import RunOutcome, Sandbox, gateway_run
+
+pytestmark = pytest.mark.e2e
+Scripted = Callable[[dict[str, Any]], ScriptedServer]
+
+
+def bash_then_finish(command: str) -> dict[str, Any]:
+    return {"responses": [
+        {"when": "prompt", "text": "working",
+         "tool_use": [{"name": "Bash", "input": {"command": command}}]},
+        {"when": "tool_result", "text": "finished"},
+    ]}
+
+
+def tool_output(out: RunOutcome) -> str:
+    return "\n".join(str(b["content"]) for b in out.tool_results())
+
+
+def audit_records(sandbox: Sandbox) -> list[dict[str, Any]]:
+    log = sandbox.gateway_home / "audit.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def policy(sandbox: Sandbox, allow: str) -> str:
+    path = sandbox.cwd.parent / "policy.yaml"
+    path.write_text(f"version: 1\npermissions:\n  allow: ['{allow}']\n")
+    return str(path)
+
+
+def test_the_agents_commands_inherit_none_of_the_gateways_secrets(
+    sandbox: Sandbox, scripted: Scripted, tmp_path: Path
+) -> None:
+    scripted(bash_then_finish("printenv"))
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text("tokens:\n  - {token: tok-local-5d7e9f1a3b, name: me}\n")
+    key_file = tmp_path / "audit.key"
+    key_file.write_text("0123456789abcdef0123456789abcdef0123456789\n")
+    env = sandbox.env(
+        AGENT_GATEWAY_TOKEN="tok-local-5d7e9f1a3b", AGENT_GATEWAY_TOKENS_FILE=str(tokens),
+        AGENT_GATEWAY_AUDIT_KEY_FILE=str(key_file),
+        AGENT_GATEWAY_METRICS_TOKEN="scrape-8b2c4d6e0f",
+        USERS_OWN_SETTING="kept-for-the-agent",
+    )
+    out = gateway_run(sandbox, "env", "--policy", policy(sandbox, "Bash(printenv)"),
+                      "--allowed-tools", "Bash", env=env)
+
+    assert out.returncode == 0, out.stderr[-2000:]
+    printed = tool_output(out)
+    assert "USERS_OWN_SETTING=kept-for-the-agent" in printed  # the user's, for their agent
+    for secret in ("tok-local-5d7e9f1a3b", "scrape-8b2c4d6e0f", str(key_file), str(tokens),
+                   "AGENT_GATEWAY_TOKEN=", "AGENT_GATEWAY_TOKENS_FILE", "AUDIT_KEY_FILE"):
+        assert secret not in printed
+    # The key signed the run's record all the same: the gateway kept what the agent lost.
+    assert [r["decision"] for r in audit_records(sandbox)] == ["allow"]
+    assert audit_records(sandbox)[0].get("mac")
+
+
+def test_a_decision_the_agent_posts_to_the_runs_endpoint_is_refused_and_never_recorded(
+    sandbox: Sandbox, scripted: Scripted
+) -> None:
+    (sandbox.cwd / "forge.py").write_text(forgery.SCRIPT)
+    scripted(bash_then_finish("python3 forge.py"))
+    out = gateway_run(sandbox, "forge", "--policy", policy(sandbox, "Bash(python3 forge.py)"),
+                      "--allowed-tools", "Bash")
+
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert forgery.forge_status(tool_output(out)) == 403, tool_output(out)
+    records = audit_records(sandbox)
+    assert forgery.MARK not in json.dumps(records)
+    # Claude Code's own hook call was answered and recorded as ever.
+    assert [r["input"]["command"] for r in records] == ["python3 forge.py"]
+    assert "not the run's Claude Code" in out.stderr
