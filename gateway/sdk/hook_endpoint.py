@@ -38,6 +38,8 @@ TOKEN_ENV = RUN_HOOK_TOKEN_ENV
 TIMEOUT_S = {"PreToolUse": 60, "PreCompact": 300}
 """Claude Code's wait for each answer; past it, the call is blocked (archiving a large
 transcript is the slow one)."""
+Route = Callable[[dict[str, Any], bytes], Coroutine[Any, Any, object]]
+"""An event's answer from the hook input and the bytes it was read from."""
 MAX_BODY = 64 * 1024 * 1024
 """A Write of a large file arrives whole in its hook input."""
 
@@ -47,9 +49,9 @@ class HookEndpoint:
 
     def __init__(self, answers: HookAnswers, loop: asyncio.AbstractEventLoop) -> None:
         self.token = secrets.token_urlsafe(32)
-        routes: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, object]]] = {
-            "/hooks/PreToolUse": _awaitable(answers.pre_tool_use),
-            "/hooks/PreCompact": answers.pre_compact,
+        routes: dict[str, Route] = {
+            "/hooks/PreToolUse": answers.pre_tool_use_raw,
+            "/hooks/PreCompact": lambda data, _raw: answers.pre_compact(data),
         }
         self._claude = _ClaudeCode(check=peer_process.supported())
         handler = type("Handler", (_Handler,), {
@@ -126,21 +128,12 @@ class _Server(ThreadingHTTPServer):
         self.server_name, self.server_port = str(host), int(port)
 
 
-def _awaitable(
-    answer: Callable[[dict[str, Any]], object],
-) -> Callable[[dict[str, Any]], Coroutine[Any, Any, object]]:
-    async def run(data: dict[str, Any]) -> object:
-        return answer(data)
-
-    return run
-
-
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: one connection for the whole run
     # Headers and body go out in two writes: with Nagle's algorithm the second waits for
     # Claude Code's delayed ACK, 40 ms per hook call.
     disable_nagle_algorithm = True
-    routes: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, object]]]
+    routes: dict[str, Route]
     loop: asyncio.AbstractEventLoop
     expected: bytes
     claude: _ClaudeCode
@@ -169,8 +162,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not 0 <= length <= MAX_BODY:
             self._reply(413, {"error": "hook input too large"})
             return
+        raw = self.rfile.read(length)
         try:
-            data = json.loads(self.rfile.read(length))
+            data = json.loads(raw)
         except ValueError:
             self._reply(400, {"error": "hook input is not JSON"})
             return
@@ -179,7 +173,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         event = self.path.rsplit("/", 1)[-1]
         try:
-            answer: object = asyncio.run_coroutine_threadsafe(route(data), self.loop).result(
+            answer: object = asyncio.run_coroutine_threadsafe(route(data, raw), self.loop).result(
                 timeout=TIMEOUT_S[event]
             )
         except Exception as exc:  # no answer: Claude Code blocks (onFailure: block)

@@ -77,7 +77,8 @@ def prepare_gateway(
         tracer.observers.append(account.budget.observe)
         if account.metrics is None:
             metrics.observe_budgets(account.budget.rows)
-    answers = HookAnswers(engine, tracer, attachments.observers, HookCounts(metrics, account.team))
+    answers = HookAnswers(engine, tracer, attachments.observers, HookCounts(metrics, account.team),
+                          trail=export)
     options = with_os_sandbox(options, answers, err)
     return dataclasses.replace(options, env={**options.env, **tracer.child_env()}), answers
 

@@ -46,6 +46,8 @@ class DecideRequest:
     """The caller, recorded in the audit record."""
     sandbox: str = ""
     """The fingerprint of the OS sandbox the session's settings turned on ('' none)."""
+    sandbox_unavailable: str = ""
+    """Why the sandbox the policy requires could not start (a remote run knows; '' it could)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +134,8 @@ def _handle(engines: dict[tuple[str, ...], Engine], init: WorkerInit, request: D
             return Unloadable(one_line(exc))
         _FAILED.pop(layers, None)
     answer = engine.pre_tool_use(request.body, audit_extra={"tenant": request.tenant},
-                                 sandbox=request.sandbox)
+                                 sandbox=request.sandbox,
+                                 sandbox_unavailable=request.sandbox_unavailable)
     return Decided(answer.decision, answer.output, answer.record)
 
 

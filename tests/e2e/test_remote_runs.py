@@ -3,6 +3,10 @@ policy layers come from its token."""
 
 from __future__ import annotations
 
+import json
+import threading
+import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,6 +14,7 @@ from typing import Any
 import pytest
 
 from gateway.testing import ScriptedServer
+from tests.e2e import forgery
 from tests.e2e.harness import Sandbox, post_ndjson
 from tests.redis_server import RedisServer
 from tests.server.processes import ServeProcess
@@ -146,3 +151,134 @@ def test_a_remote_runs_agent_sees_none_of_the_services_secrets(
     for name in ("AGENT_GATEWAY_TOKENS_FILE", "AGENT_GATEWAY_AUDIT_KEY_FILE",
                  "AGENT_GATEWAY_REDIS_URL", str(key_file), str(tokens)):
         assert name not in printed
+
+
+SLOW_DECISION = '''\
+"""A decision made slow on purpose: a Bash command naming `slow-decision` keeps the
+deciding process busy for a second of CPU, as a long analysis would."""
+import os
+import time
+
+import gateway.policy.evaluate as evaluate
+
+_decide = evaluate.decide
+
+
+def decide(policy, call, **kwargs):
+    if "slow-decision" in str(call.tool_input.get("command", "")):
+        mark = os.environ["SLOW_DECISION_MARK"]
+        open(mark + ".start", "w").close()
+        end = time.process_time() + 1.0
+        while time.process_time() < end:
+            pass
+        open(mark + ".end", "w").close()
+    return _decide(policy, call, **kwargs)
+
+
+evaluate.decide = decide
+'''
+
+
+def slow_run(sandbox: Sandbox, scripted: Scripted, tmp_path: Path, command: str
+             ) -> tuple[dict[str, str], Path, Path]:
+    """A remote run whose one Bash call takes a second to decide: serve's environment, its
+    policy, and the path the decision marks its start and end at."""
+    scripted({"responses": [
+        {"when": "prompt", "text": "working", "times": 0,
+         "tool_use": [{"name": "Bash", "input": {"command": command}}]},
+        {"when": "tool_result", "text": "done", "times": 0},
+    ]})
+    org = tmp_path / "org.yaml"
+    org.write_text(ORG.replace("touch:*", "echo:*"))
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_DECISION)
+    mark = tmp_path / "decision"
+    return sandbox.env(PYTHONPATH=str(site), SLOW_DECISION_MARK=str(mark)), org, mark
+
+
+def audit_log(sandbox: Sandbox) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in
+            (sandbox.gateway_home / "audit.jsonl").read_text().splitlines()]
+
+
+def test_a_slow_decision_of_a_remote_run_leaves_serve_responsive(
+    sandbox: Sandbox, scripted: Scripted, tmp_path: Path
+) -> None:
+    env, org, mark = slow_run(sandbox, scripted, tmp_path, "echo slow-decision")
+    outcome: list[tuple[int, list[dict[str, Any]]]] = []
+
+    with ServeProcess([str(org)], upstream="http://127.0.0.1:9", env=env,
+                      args=["--runs-root", str(sandbox.cwd), "--decision-budget", "10"]
+                      ) as gateway:
+        run = threading.Thread(target=lambda: outcome.append(post_run(gateway.url, "", {
+            "prompt": "go", "cwd": str(sandbox.cwd), "allowed_tools": ["Bash"],
+        })))
+        run.start()
+        deadline = time.monotonic() + 60
+        while not Path(f"{mark}.start").exists():
+            assert time.monotonic() < deadline and run.is_alive(), outcome
+            time.sleep(0.01)
+        latencies = []
+        while not Path(f"{mark}.end").exists() and time.monotonic() < deadline:
+            started = time.perf_counter()
+            with urllib.request.urlopen(gateway.url + "/healthz", timeout=30) as response:
+                assert response.status == 200
+            latencies.append(time.perf_counter() - started)
+            time.sleep(0.02)
+        run.join(timeout=60)
+
+    status, lines = outcome[0]
+    assert status == 200 and lines[-1]["exit_code"] == 0, lines[-1]
+    assert latencies, "the decision ended before /healthz was asked"
+    # Decided on serve's loop, /healthz waited the whole second out.
+    assert max(latencies) < 0.1, sorted(latencies)[-3:]
+    assert [(r["decision"], r["input"]["command"]) for r in audit_log(sandbox)] == [
+        ("allow", "echo slow-decision")
+    ]
+
+
+def test_a_remote_runs_decision_past_the_budget_is_a_recorded_deny(
+    sandbox: Sandbox, scripted: Scripted, tmp_path: Path
+) -> None:
+    env, org, mark = slow_run(sandbox, scripted, tmp_path, "echo slow-decision > ran.txt")
+    with ServeProcess([str(org)], upstream="http://127.0.0.1:9", env=env,
+                      args=["--runs-root", str(sandbox.cwd), "--decision-budget", "0.3"]
+                      ) as gateway:
+        status, lines = post_run(gateway.url, "", {
+            "prompt": "go", "cwd": str(sandbox.cwd), "allowed_tools": ["Bash"],
+        })
+
+    assert status == 200 and lines[-1]["exit_code"] == 0, lines[-1]
+    assert Path(f"{mark}.start").exists() and not Path(f"{mark}.end").exists()  # killed
+    assert not (sandbox.cwd / "ran.txt").exists()
+    assert "decision budget" in tool_output(lines)
+    (record,) = audit_log(sandbox)
+    assert (record["decision"], record["rule_id"]) == ("deny", "gateway.fail-closed")
+    assert "decision budget" in record["reason"]
+
+
+def test_a_remote_runs_agent_cannot_post_a_decision_of_its_own(
+    sandbox: Sandbox, scripted: Scripted, tmp_path: Path
+) -> None:
+    (sandbox.cwd / "forge.py").write_text(forgery.SCRIPT)
+    scripted({"responses": [
+        {"when": "prompt", "text": "working", "times": 0,
+         "tool_use": [{"name": "Bash", "input": {"command": "python3 forge.py"}}]},
+        {"when": "tool_result", "text": "done", "times": 0},
+    ]})
+    org = tmp_path / "org.yaml"
+    org.write_text("version: 1\nname: org\npermissions:\n  allow:\n    - Bash(python3 forge.py)\n")
+    log = tmp_path / "serve.log"
+    with ServeProcess([str(org)], upstream="http://127.0.0.1:9", env=sandbox.env(), log=log,
+                      args=["--runs-root", str(sandbox.cwd)]) as gateway:
+        status, lines = post_run(gateway.url, "", {
+            "prompt": "go", "cwd": str(sandbox.cwd), "allowed_tools": ["Bash"],
+        })
+
+    assert status == 200 and lines[-1]["exit_code"] == 0, lines[-1]
+    assert forgery.forge_status(tool_output(lines)) == 403, tool_output(lines)
+    records = audit_log(sandbox)
+    assert forgery.MARK not in json.dumps(records)
+    assert [r["input"]["command"] for r in records] == ["python3 forge.py"]
+    assert "not the run's Claude Code" in log.read_text()

@@ -31,6 +31,10 @@ class Answers:
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                                        "permissionDecision": "deny"}}
 
+    async def pre_tool_use_raw(self, data: dict[str, Any], raw: bytes) -> Any:
+        assert json.loads(raw) == data
+        return self.pre_tool_use(data)
+
     async def pre_compact(self, data: dict[str, Any]) -> Any:
         return {"decision": "block", "reason": "r"}
 
