@@ -25,6 +25,7 @@ from gateway.env import snapshot
 from gateway.errors import ConfigError, GatewayError, one_line
 from gateway.sdk.agent_env import local_agent_env
 from gateway.sdk.options import RunOptions
+from gateway.sdk.stdio import SocketStdio, Streams, open_streams
 
 log = logging.getLogger("gateway.sdk.claude_cli")
 
@@ -188,26 +189,31 @@ async def run_claude(
     `on_message` on this loop; `on_start` is told its pid before it is given the prompt.
     Returns its exit status; stopped when cancelled."""
     cmd = command(options, settings)
+    stdio = SocketStdio()  # not pipes, which the agent's commands could write into
     try:
         proc = await asyncio.create_subprocess_exec(
-            *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            cwd=options.cwd, env=child_env(options, extra_env), limit=LINE_LIMIT,
+            *cmd, stdin=stdio.child_stdin, stdout=stdio.child_stdout,
+            cwd=options.cwd, env=child_env(options, extra_env),
         )
     except OSError as exc:
+        stdio.close()
         raise ClaudeCodeFailed(f"Claude Code did not start: {one_line(exc)}") from None
+    stdio.started()
+    streams: Streams | None = None
     try:
         if on_start is not None:
             on_start(proc.pid)
-        assert proc.stdin is not None and proc.stdout is not None
+        streams = await open_streams(stdio, LINE_LIMIT)
+        stdin, stdout = streams.stdin, streams.stdout
         user = {"type": "user", "session_id": "", "parent_tool_use_id": None,
                 "message": {"role": "user", "content": prompt}}
         with contextlib.suppress(OSError):  # it exited already: its status says why
-            proc.stdin.write((json.dumps(user) + "\n").encode())
-            await proc.stdin.drain()
-            proc.stdin.close()  # one prompt: Claude Code ends when the run (and its tasks) do
+            stdin.write((json.dumps(user) + "\n").encode())
+            await stdin.drain()
+            stdin.write_eof()  # one prompt: Claude Code ends when the run (and its tasks) do
         while True:
             try:
-                line = await proc.stdout.readline()
+                line = await stdout.readline()
             except ValueError as exc:  # a line over LINE_LIMIT
                 raise ClaudeCodeFailed(f"Claude Code's output not read: {exc}") from None
             if not line:
@@ -219,6 +225,10 @@ async def run_claude(
     finally:
         if proc.returncode is None:
             await _stop(proc)
+        if streams is not None:
+            streams.close()
+        else:
+            stdio.close()
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:

@@ -1,6 +1,7 @@
-"""What the agent of `agent-gateway run` can reach, with the real Claude Code: none of the
-gateway's secrets in the environment its commands inherit, and no way to put a decision of
-its own making into the run's hook endpoint and so into the audit log."""
+"""What the agent of `agent-gateway run` (and of `gateway.query`) can reach, with the real
+Claude Code: none of the gateway's secrets in the environment its commands inherit, and no
+way to put a decision or a message of its own making into what the gateway reads: the run's
+hook endpoint (and so the audit log), Claude Code's output stream."""
 
 from __future__ import annotations
 
@@ -85,3 +86,18 @@ def test_a_decision_the_agent_posts_to_the_runs_endpoint_is_refused_and_never_re
     # Claude Code's own hook call was answered and recorded as ever.
     assert [r["input"]["command"] for r in records] == ["python3 forge.py"]
     assert "not the run's Claude Code" in out.stderr
+
+
+def test_lines_the_agent_writes_into_claude_codes_stdio_never_reach_the_run(
+    sandbox: Sandbox, scripted: Scripted
+) -> None:
+    (sandbox.cwd / "inject.py").write_text(forgery.STREAM_SCRIPT)
+    scripted(bash_then_finish("python3 inject.py"))
+    out = gateway_run(sandbox, "inject", "--policy", policy(sandbox, "Bash(python3 inject.py)"),
+                      "--allowed-tools", "Bash")
+
+    assert out.returncode == 0, out.stderr[-2000:]
+    said = tool_output(out)
+    assert "REFUSED FD 1" in said and "REFUSED FD 0" in said, said
+    assert forgery.MARK not in out.stdout
+    assert out.result["result"] == "finished"
