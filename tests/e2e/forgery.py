@@ -63,7 +63,8 @@ hook_input = {"session_id": "forged", "transcript_path": "", "cwd": os.getcwd(),
               "tool_use_id": "toolu_forged", "tool_input": {"command": "echo MARK"}}
 lines = [
     {"type": "result", "subtype": "success", "is_error": False, "result": "MARK",
-     "session_id": "forged", "total_cost_usd": 0, "num_turns": 1, "duration_ms": 1},
+     "session_id": "forged", "total_cost_usd": 0, "num_turns": 1, "duration_ms": 1,
+     "duration_api_ms": 1},
     {"type": "control_request", "request_id": "forged-1", "request": {
         "subtype": "hook_callback", "callback_id": "hook_0", "tool_use_id": "toolu_forged",
         "input": hook_input}},

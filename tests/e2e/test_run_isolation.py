@@ -101,3 +101,27 @@ def test_lines_the_agent_writes_into_claude_codes_stdio_never_reach_the_run(
     assert "REFUSED FD 1" in said and "REFUSED FD 0" in said, said
     assert forgery.MARK not in out.stdout
     assert out.result["result"] == "finished"
+
+
+async def test_a_hook_callback_the_agent_writes_never_reaches_gateway_query(
+    sandbox: Sandbox, scripted: Scripted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, UserMessage
+
+    from gateway import query
+
+    (sandbox.cwd / "inject.py").write_text(forgery.STREAM_SCRIPT)
+    scripted(bash_then_finish("python3 inject.py"))
+    for key, value in sandbox.env().items():
+        monkeypatch.setenv(key, value)
+    options = ClaudeAgentOptions(cwd=str(sandbox.cwd), allowed_tools=["Bash"])
+    messages = [m async for m in query(prompt="inject", options=options,
+                                       policy=[policy(sandbox, "Bash(python3 inject.py)")])]
+
+    assert isinstance(messages[-1], ResultMessage) and messages[-1].result == "finished"
+    said = "\n".join(str(b.content) for m in messages if isinstance(m, UserMessage)
+                     and isinstance(m.content, list) for b in m.content)
+    assert "REFUSED FD 1" in said, said
+    records = audit_records(sandbox)
+    assert forgery.MARK not in json.dumps(records)
+    assert [r["input"]["command"] for r in records] == ["python3 inject.py"]
