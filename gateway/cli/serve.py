@@ -104,17 +104,20 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     from gateway.env import gateway_home, metrics_token, otel_env, redis_url, snapshot
     from gateway.hooks.trail import audit_export_from_env
     from gateway.integrity.keys import keys_from_env
-    from gateway.sdk.agent_env import remote_agent_env
+    from gateway.sdk.agent_env import remote_agent_env, without_secrets
+    from gateway.sdk.private_process import make_private
     from gateway.server.app import ServeConfig, create_app
     from gateway.server.auth import load_tokens
     from gateway.server.exchange_metrics import both, exchange_metrics
     from gateway.server.owners import LocalSessionOwners, RedisSessionOwners, SessionOwners
-    from gateway.server.service import GatewayService
+    from gateway.server.service import WORKER_PRELOAD, GatewayService
     from gateway.server.trace_state import MemoryTraceState, RedisTraceState
     from gateway.server.tracing import ServerTracer
+    from gateway.server.workers import start_forkserver
     from gateway.telemetry import ContentPolicy, load_price_table, span_sink_from_env
     from gateway.telemetry.metrics import metric_settings, open_metrics
 
+    make_private()  # remote runs' agents run as this user: its environment stays its own
     keys_from_env()  # a bad key file stops the service now, not at its first decision
     tokens = load_tokens(token, tokens_file)
     shared_redis = args.redis_url or redis_url()
@@ -126,6 +129,11 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
         tokens=tokens,
         metrics_token=metrics_token(),
     )
+    secrets = _secrets(tokens, config, shared_redis)
+    # While this process has one thread: the decision workers' forkserver and multiprocessing's
+    # resource tracker start with an environment free of the service's secrets (a process of
+    # the same user, a remote run's agent, can read theirs in /proc).
+    start_forkserver(without_secrets(snapshot(), secrets), WORKER_PRELOAD)
     prices = load_price_table()
     metrics = open_metrics(metric_settings(otel_env()), known_models=prices.models)
     sink = span_sink_from_env()
@@ -161,7 +169,7 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
         audit_export=export,
         gate=gate,
         metrics=metrics,
-        agent_env=remote_agent_env(snapshot(), _secrets(tokens, config, shared_redis)),
+        agent_env=remote_agent_env(snapshot(), secrets),
     )
     app = create_app(config, service, both(tracer.on_exchange, exchange_metrics(metrics, prices)))
 

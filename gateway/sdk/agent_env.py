@@ -85,6 +85,20 @@ def remote_agent_env(environ: Mapping[str, str], secrets: Collection[str] = ()
     }
 
 
+CLOUD_CREDENTIALS = frozenset({"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"})
+
+
+def without_secrets(environ: Mapping[str, str], secrets: Collection[str] = ()
+                    ) -> dict[str, str]:
+    """`environ` less the gateway's secrets, cloud and OTEL credentials and any variable
+    holding one of `secrets`: for the helper processes serve starts that need its
+    environment otherwise (the decision workers' forkserver)."""
+    hidden = [s for s in secrets if len(s) >= MIN_SECRET]
+    return {k: v for k, v in environ.items()
+            if k not in GATEWAY_SECRETS and k not in CLOUD_CREDENTIALS
+            and not _otel_credential(k) and not any(s in v for s in hidden)}
+
+
 def _remote_allowed(name: str, telemetry: bool) -> bool:
     if name in GATEWAY_SECRETS:
         return False

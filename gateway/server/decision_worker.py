@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gateway.errors import GatewayError, one_line
 from gateway.hooks.engine import Engine
+from gateway.sdk.private_process import make_private
 from gateway.server.workers import serve_jobs
 from gateway.types import Decision
 
@@ -91,6 +92,7 @@ class WorkerInit:
 
 
 def worker_main(conn: Connection, init: WorkerInit) -> None:
+    make_private()  # it holds serve's environment (forked from a private forkserver: already)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when workers stop
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(name)s [decision worker] %(message)s"

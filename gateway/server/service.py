@@ -80,6 +80,8 @@ RUNS_OFF = (
     "remote runs are off on this gateway: start it with `agent-gateway serve --runs-root DIR` "
     "(or give this token runs_roots in the tokens file)"
 )
+WORKER_PRELOAD = ("gateway.server.private_forkserver", worker_main.__module__)
+"""What the workers' forkserver imports before it forks any: first, what makes it private."""
 TENANT_RULE = "gateway.tenant"
 BUDGET_RULE = "gateway.budget"
 REMOTE_RUN = "RemoteRun"
@@ -168,7 +170,7 @@ class GatewayService:
         self.tenancy = Tenancy(owners, self._offload.io)
         self.engine_for(Caller(name="server"))  # the server's own policy must load now
         n = workers or cores()
-        preload = (worker_main.__module__,)
+        preload = WORKER_PRELOAD
         self._small = WorkerPool(
             worker_main, self._worker_init, size=n, budget_s=decision_budget_s,
             demote_after_s=DEMOTE_AFTER_S, preload=preload, name="agent-gateway-decide",

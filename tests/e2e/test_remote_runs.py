@@ -15,7 +15,7 @@ import pytest
 
 from gateway.testing import ScriptedServer
 from tests.e2e import forgery
-from tests.e2e.harness import Sandbox, post_ndjson
+from tests.e2e.harness import Sandbox, as_the_same_user, post_ndjson
 from tests.redis_server import RedisServer
 from tests.server.processes import ServeProcess
 
@@ -108,16 +108,23 @@ def tool_output(messages: list[dict[str, Any]]) -> str:
     )
 
 
+SCAN = """printenv
+echo SCANNED
+cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' |
+  grep -E 'TOKEN|REDIS|AWS_|KEY_FILE' | sort -u
+"""
+
+
 def test_a_remote_runs_agent_sees_none_of_the_services_secrets(
     sandbox: Sandbox, scripted: Scripted, tmp_path: Path
 ) -> None:
     scripted({"responses": [
         {"when": "prompt", "text": "looking", "times": 0,
-         "tool_use": [{"name": "Bash", "input": {"command": "printenv"}}]},
+         "tool_use": [{"name": "Bash", "input": {"command": "sh scan.sh"}}]},
         {"when": "tool_result", "text": "done", "times": 0},
     ]})
     org = tmp_path / "org.yaml"
-    org.write_text("version: 1\nname: org\npermissions:\n  allow:\n    - Bash(printenv)\n")
+    org.write_text("version: 1\nname: org\npermissions:\n  allow:\n    - Bash(sh scan.sh)\n")
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text(
         "tokens:\n  - {token_env: TEAM_A_TOKEN, name: team-a}\n"
@@ -127,6 +134,7 @@ def test_a_remote_runs_agent_sees_none_of_the_services_secrets(
     key_file.write_text("0123456789abcdef0123456789abcdef0123456789\n")
     work = sandbox.cwd / "team-a"
     work.mkdir()
+    (work / "scan.sh").write_text(SCAN)
     (tmp_path / "redis").mkdir()
 
     with RedisServer(tmp_path / "redis", password=REDIS_PASSWORD) as redis:
@@ -135,7 +143,8 @@ def test_a_remote_runs_agent_sees_none_of_the_services_secrets(
             AGENT_GATEWAY_AUDIT_KEY_FILE=str(key_file), **SERVICE_SECRETS,
         )
         with ServeProcess([str(org)], upstream="http://127.0.0.1:9", env=env,
-                          args=["--runs-root", str(sandbox.cwd)]) as gateway:
+                          args=["--runs-root", str(sandbox.cwd)],
+                          wrapper=as_the_same_user()) as gateway:
             status, lines = post_run(gateway.url, SERVICE_SECRETS["TEAM_A_TOKEN"], {
                 "prompt": "show the environment", "cwd": str(work), "allowed_tools": ["Bash"],
             })
@@ -145,6 +154,10 @@ def test_a_remote_runs_agent_sees_none_of_the_services_secrets(
     # It ran, with what Claude Code needs and its own configuration.
     assert "PATH=" in printed and f"HOME={sandbox.home}" in printed
     assert f"ANTHROPIC_BASE_URL={sandbox.base_url}" in printed
+    # The scan read the environment of the processes it may read (Claude Code's among them),
+    # serve's, its forkserver's and its decision workers' not among them.
+    scanned = printed.split("SCANNED", 1)[1]
+    assert "AGENT_GATEWAY_RUN_HOOK_TOKEN=" in scanned, printed
     for name, secret in SERVICE_SECRETS.items():
         assert secret not in printed, f"{name}'s value reached the agent"
     assert REDIS_PASSWORD not in printed

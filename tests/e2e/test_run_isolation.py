@@ -14,10 +14,16 @@ import pytest
 
 from gateway.testing import ScriptedServer
 from tests.e2e import forgery
-from tests.e2e.harness import RunOutcome, Sandbox, gateway_run
+from tests.e2e.harness import RunOutcome, Sandbox, as_the_same_user, gateway_run
 
 pytestmark = pytest.mark.e2e
 Scripted = Callable[[dict[str, Any]], ScriptedServer]
+
+
+SCAN = """printenv
+echo SCANNED
+cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -E 'TOKEN|KEY_FILE' | sort -u
+"""
 
 
 def bash_then_finish(command: str) -> dict[str, Any]:
@@ -46,7 +52,8 @@ def policy(sandbox: Sandbox, allow: str) -> str:
 def test_the_agents_commands_inherit_none_of_the_gateways_secrets(
     sandbox: Sandbox, scripted: Scripted, tmp_path: Path
 ) -> None:
-    scripted(bash_then_finish("printenv"))
+    (sandbox.cwd / "scan.sh").write_text(SCAN)
+    scripted(bash_then_finish("sh scan.sh"))
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text("tokens:\n  - {token: tok-local-5d7e9f1a3b, name: me}\n")
     key_file = tmp_path / "audit.key"
@@ -57,18 +64,20 @@ def test_the_agents_commands_inherit_none_of_the_gateways_secrets(
         AGENT_GATEWAY_METRICS_TOKEN="scrape-8b2c4d6e0f",
         USERS_OWN_SETTING="kept-for-the-agent",
     )
-    out = gateway_run(sandbox, "env", "--policy", policy(sandbox, "Bash(printenv)"),
-                      "--allowed-tools", "Bash", env=env)
+    out = gateway_run(sandbox, "env", "--policy", policy(sandbox, "Bash(sh scan.sh)"),
+                      "--allowed-tools", "Bash", env=env, wrapper=as_the_same_user())
 
     assert out.returncode == 0, out.stderr[-2000:]
     printed = tool_output(out)
     assert "USERS_OWN_SETTING=kept-for-the-agent" in printed  # the user's, for their agent
+    # The scan read what it may (Claude Code's environment), not the run's own.
+    assert "AGENT_GATEWAY_RUN_HOOK_TOKEN=" in printed.split("SCANNED", 1)[1], printed
     for secret in ("tok-local-5d7e9f1a3b", "scrape-8b2c4d6e0f", str(key_file), str(tokens),
                    "AGENT_GATEWAY_TOKEN=", "AGENT_GATEWAY_TOKENS_FILE", "AUDIT_KEY_FILE"):
         assert secret not in printed
     # The key signed the run's record all the same: the gateway kept what the agent lost.
-    assert [r["decision"] for r in audit_records(sandbox)] == ["allow"]
-    assert audit_records(sandbox)[0].get("mac")
+    (record,) = audit_records(sandbox)
+    assert record["input"]["command"] == "sh scan.sh" and record.get("mac")
 
 
 def test_a_decision_the_agent_posts_to_the_runs_endpoint_is_refused_and_never_recorded(

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.sdk.agent_env import GATEWAY_SECRETS, local_agent_env, remote_agent_env
+from gateway.sdk.agent_env import (
+    GATEWAY_SECRETS,
+    local_agent_env,
+    remote_agent_env,
+    without_secrets,
+)
 from gateway.sdk.claude_cli import child_env
 from gateway.sdk.options import RunOptions
 
@@ -75,3 +80,11 @@ def test_claude_codes_environment_starts_from_the_runs_base(
     assert local["TRACEPARENT"] == "t" and local["AGENT_GATEWAY_RUN_HOOK_TOKEN"] == "h"
     remote = child_env(RunOptions(base_env={"PATH": "/usr/bin"}, cwd="/tmp"), {})
     assert remote == {"PATH": "/usr/bin", "PWD": "/tmp"}
+
+
+def test_serves_helpers_keep_its_environment_less_its_secrets() -> None:
+    env = without_secrets(SERVE, ["tok-team-b-123456"])
+    assert not GATEWAY_SECRETS & set(env)
+    assert "TEAM_B_TOKEN" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    assert "OTEL_EXPORTER_OTLP_LOGS_HEADERS" not in env
+    assert env["PYTHONPATH"] == "/srv/gw/lib" and env["AGENT_GATEWAY_HOME"] == "/srv/gw/state"

@@ -75,9 +75,11 @@ class ServeProcess:
         port: int = 0,
         log: Path | None = None,
         args: Sequence[str] = (),
+        wrapper: Sequence[str] = (),
     ) -> None:
+        """`wrapper`: a command that runs serve (`setpriv ...`)."""
         self.port = port or free_port()
-        cmd = [sys.executable, "-m", "gateway", "serve", "--port", str(self.port)]
+        cmd = [*wrapper, sys.executable, "-m", "gateway", "serve", "--port", str(self.port)]
         for p in policies:
             cmd += ["--policy", p]
         cmd += ["--upstream", upstream, "--drain-seconds", "5", *args]
