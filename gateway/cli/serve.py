@@ -23,6 +23,8 @@ from gateway.errors import GatewayError, one_line
 
 if TYPE_CHECKING:
     from gateway.budgets.limits import Limit
+    from gateway.server.app import ServeConfig
+    from gateway.server.auth import TokenTable
     from gateway.server.budget_gate import BudgetGate
     from gateway.telemetry.metrics import GatewayMetrics
     from gateway.telemetry.pricing import PriceTable
@@ -99,19 +101,23 @@ def serve_command(args: ServeArgs) -> int:
 def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     from aiohttp import web
 
-    from gateway.env import gateway_home, metrics_token, otel_env, redis_url
+    from gateway.env import gateway_home, metrics_token, otel_env, redis_url, snapshot
     from gateway.hooks.trail import audit_export_from_env
     from gateway.integrity.keys import keys_from_env
+    from gateway.sdk.agent_env import remote_agent_env, without_secrets
+    from gateway.sdk.private_process import make_private
     from gateway.server.app import ServeConfig, create_app
     from gateway.server.auth import load_tokens
     from gateway.server.exchange_metrics import both, exchange_metrics
     from gateway.server.owners import LocalSessionOwners, RedisSessionOwners, SessionOwners
-    from gateway.server.service import GatewayService
+    from gateway.server.service import WORKER_PRELOAD, GatewayService
     from gateway.server.trace_state import MemoryTraceState, RedisTraceState
     from gateway.server.tracing import ServerTracer
+    from gateway.server.workers import start_forkserver
     from gateway.telemetry import ContentPolicy, load_price_table, span_sink_from_env
     from gateway.telemetry.metrics import metric_settings, open_metrics
 
+    make_private()  # remote runs' agents run as this user: its environment stays its own
     keys_from_env()  # a bad key file stops the service now, not at its first decision
     tokens = load_tokens(token, tokens_file)
     shared_redis = args.redis_url or redis_url()
@@ -123,6 +129,11 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
         tokens=tokens,
         metrics_token=metrics_token(),
     )
+    secrets = _secrets(tokens, config, shared_redis)
+    # While this process has one thread: the decision workers' forkserver and multiprocessing's
+    # resource tracker start with an environment free of the service's secrets (a process of
+    # the same user, a remote run's agent, can read theirs in /proc).
+    start_forkserver(without_secrets(snapshot(), secrets), WORKER_PRELOAD)
     prices = load_price_table()
     metrics = open_metrics(metric_settings(otel_env()), known_models=prices.models)
     sink = span_sink_from_env()
@@ -158,6 +169,7 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
         audit_export=export,
         gate=gate,
         metrics=metrics,
+        agent_env=remote_agent_env(snapshot(), secrets),
     )
     app = create_app(config, service, both(tracer.on_exchange, exchange_metrics(metrics, prices)))
 
@@ -201,6 +213,19 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
         handle_signals=True,
     )
     return 0
+
+
+def _secrets(tokens: TokenTable, config: ServeConfig, redis: str | None) -> list[str]:
+    """Values no remote run's environment may carry, whatever the variable's name."""
+    import contextlib
+    from urllib.parse import urlsplit
+
+    found = [*tokens.callers, config.metrics_token]
+    if redis:
+        found.append(redis)
+        with contextlib.suppress(ValueError):  # not a URL: the whole value is withheld
+            found.append(urlsplit(redis).password or "")
+    return [s for s in found if s]
 
 
 def _budget_gate(

@@ -3,6 +3,10 @@ Claude Code asks (an SDK callback, sdk/callbacks.py; an http hook on the run's l
 endpoint, sdk/hook_endpoint.py): the shared decision functions (hooks/decision.py,
 hooks/compact.py, held by a hooks.engine.Engine), then the run's tracer, observers and metrics.
 
+Inside `serve` (a remote run) PreToolUse is decided by serve's decision workers instead
+(`decide`, GatewayService.decide_for_run): the same decision path in a process of its own,
+with serve's decision budget, so that no analysis runs on serve's event loop.
+
 Fail closed: nothing here raises. An exception before the answer is a deny (a block), and
 tracing after it never changes it. Imports no claude_agent_sdk.
 """
@@ -12,14 +16,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.errors import one_line
 from gateway.hookio.wire import PreCompactOutput, PreToolUseOutput
 from gateway.hooks.compact import PreCompactAnswer
-from gateway.hooks.decision import PreToolUseAnswer, deny_output
+from gateway.hooks.decision import PreToolUseAnswer, TrailSink, deny_output
 from gateway.hooks.engine import Engine
 from gateway.sdk.attachments import Observer
 from gateway.types import Decision
@@ -30,6 +34,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("gateway.sdk.callbacks")
 
 HookData = Mapping[str, Any]
+Decide = Callable[[bytes, HookData, str, str], Awaitable[PreToolUseAnswer]]
+"""Decides a PreToolUse elsewhere (serve's workers) and records it: (the hook input's
+bytes, the input, the sandbox's fingerprint, why the sandbox cannot start) -> the answer."""
 
 
 class HookTracer(Protocol):
@@ -72,8 +79,13 @@ class HookAnswers:
     """The fingerprint of the OS sandbox the run's Claude Code was started with ('' none)."""
     sandbox_unavailable: str = ""
     """Why the sandbox the policy requires could not start for this run ('' it could)."""
+    decide: Decide | None = None
+    """Where PreToolUse is decided when not by `engine` in this process (a remote run)."""
+    trail: TrailSink | None = None
+    """The off-host copy of the records `decide` writes (the engine copies its own)."""
 
     def pre_tool_use(self, data: HookData, tool_use_id: str | None = None) -> PreToolUseOutput:
+        """Decided here, by the engine (the SDK callbacks of `gateway.query`)."""
         started = time.perf_counter()
         try:
             answer = self.engine.pre_tool_use(dict(data), sandbox=self.sandbox,
@@ -81,6 +93,27 @@ class HookAnswers:
         except Exception as exc:  # the decision path does not raise; if it ever does: deny
             log.exception("PreToolUse not answered")
             return deny_output(f"agent-gateway could not decide: {one_line(exc, typed=True)}")
+        return self._told(data, tool_use_id, answer, started)
+
+    async def pre_tool_use_raw(self, data: HookData, raw: bytes) -> PreToolUseOutput:
+        """The http hook's: `raw` is the body `data` was read from. With `decide`, decided
+        there; else here."""
+        if self.decide is None:
+            return self.pre_tool_use(data)
+        started = time.perf_counter()
+        try:
+            answer = await self.decide(raw, data, self.sandbox, self.sandbox_unavailable)
+        except Exception as exc:  # `decide` denies what it cannot decide; if it raises: deny
+            log.exception("PreToolUse not answered")
+            return deny_output(f"agent-gateway could not decide: {one_line(exc, typed=True)}")
+        trail, record = self.trail, answer.record
+        if trail is not None and record is not None:
+            _observe(lambda: trail.decision(record))
+        return self._told(data, None, answer, started)
+
+    def _told(self, data: HookData, tool_use_id: str | None, answer: PreToolUseAnswer,
+              started: float) -> PreToolUseOutput:
+        """The answer, once the tracer, the observers and the metrics have heard of it."""
         _observe(lambda: _trace_tool(self.tracer, self.observers, data, tool_use_id, answer))
         name = answer.call.tool_name if answer.call else str(data.get("tool_name", ""))
         _observe(lambda: self.counts.decided(name, answer.decision, started))

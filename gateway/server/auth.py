@@ -20,7 +20,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from gateway.budgets.limits import Limit, parse_budget
-from gateway.env import TOKEN_ENV, variable
+from gateway.env import METRICS_TOKEN_ENV, TOKEN_ENV, variable
 from gateway.errors import ConfigError, one_line
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
@@ -40,7 +40,6 @@ HOOK_AUTH_FAILURE = (
     f"agent-gateway: missing or invalid gateway token (Authorization: Bearer ${TOKEN_ENV})"
 )
 
-METRICS_TOKEN_ENV = "AGENT_GATEWAY_METRICS_TOKEN"
 METRICS_AUTH_FAILURE = (
     f"agent-gateway: GET /metrics needs 'Authorization: Bearer ${METRICS_TOKEN_ENV}' "
     "(the scraper's token, set on serve; a tenant's token does not open it)"

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gateway.errors import GatewayError, one_line
 from gateway.hooks.engine import Engine
+from gateway.sdk.private_process import make_private
 from gateway.server.workers import serve_jobs
 from gateway.types import Decision
 
@@ -46,6 +47,8 @@ class DecideRequest:
     """The caller, recorded in the audit record."""
     sandbox: str = ""
     """The fingerprint of the OS sandbox the session's settings turned on ('' none)."""
+    sandbox_unavailable: str = ""
+    """Why the sandbox the policy requires could not start (a remote run knows; '' it could)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,7 @@ class WorkerInit:
 
 
 def worker_main(conn: Connection, init: WorkerInit) -> None:
+    make_private()  # it holds serve's environment (forked from a private forkserver: already)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when workers stop
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(name)s [decision worker] %(message)s"
@@ -132,7 +136,8 @@ def _handle(engines: dict[tuple[str, ...], Engine], init: WorkerInit, request: D
             return Unloadable(one_line(exc))
         _FAILED.pop(layers, None)
     answer = engine.pre_tool_use(request.body, audit_extra={"tenant": request.tenant},
-                                 sandbox=request.sandbox)
+                                 sandbox=request.sandbox,
+                                 sandbox_unavailable=request.sandbox_unavailable)
     return Decided(answer.decision, answer.output, answer.record)
 
 

@@ -12,6 +12,7 @@ Every hook request handled leaves one audit record, decided or not (audit_events
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -29,9 +30,10 @@ from gateway.errors import GatewayError, one_line
 from gateway.hookio.parse import parse_pre_tool_use
 from gateway.hookio.render import render_pre_tool_use
 from gateway.hookio.wire import PreCompactOutput, PreToolUseHookSpecificOutput, PreToolUseOutput
-from gateway.hooks.decision import fail_closed
+from gateway.hooks.decision import PreToolUseAnswer, fail_closed
 from gateway.hooks.engine import Engine
 from gateway.hooks.trail import AuditExport
+from gateway.sdk.agent_env import remote_agent_env
 from gateway.server import audit_events as ev
 from gateway.server.auth import Caller
 from gateway.server.bodies import JSONBody, decode_object
@@ -78,6 +80,8 @@ RUNS_OFF = (
     "remote runs are off on this gateway: start it with `agent-gateway serve --runs-root DIR` "
     "(or give this token runs_roots in the tokens file)"
 )
+WORKER_PRELOAD = ("gateway.server.private_forkserver", worker_main.__module__)
+"""What the workers' forkserver imports before it forks any: first, what makes it private."""
 TENANT_RULE = "gateway.tenant"
 BUDGET_RULE = "gateway.budget"
 REMOTE_RUN = "RemoteRun"
@@ -138,8 +142,13 @@ class GatewayService:
         audit_export: AuditExport | None = None,
         gate: BudgetGate | None = None,
         metrics: GatewayMetrics | None = None,
+        agent_env: Mapping[str, str] | None = None,
     ) -> None:
+        """`agent_env`: the environment remote runs' Claude Code gets (sdk/agent_env.py);
+        None: the allow-listed part of this process's own."""
         self._paths = tuple(policy_paths)
+        self._agent_env = dict(agent_env if agent_env is not None
+                               else remote_agent_env(snapshot()))
         self._tracer = tracer
         self._audit_log = audit_log or audit_path()
         self._audit_export = audit_export
@@ -161,7 +170,7 @@ class GatewayService:
         self.tenancy = Tenancy(owners, self._offload.io)
         self.engine_for(Caller(name="server"))  # the server's own policy must load now
         n = workers or cores()
-        preload = (worker_main.__module__,)
+        preload = WORKER_PRELOAD
         self._small = WorkerPool(
             worker_main, self._worker_init, size=n, budget_s=decision_budget_s,
             demote_after_s=DEMOTE_AFTER_S, preload=preload, name="agent-gateway-decide",
@@ -241,32 +250,38 @@ class GatewayService:
             return await self._pre_compact(body, caller)
         return await self._observed(event, body, caller)
 
-    async def _pre_tool_use(self, body: JSONObject, raw: bytes, caller: Caller,
-                            sandbox: str) -> HookReply:
+    async def _decided(self, raw: bytes, caller: Caller, sandbox: str = "",
+                       sandbox_unavailable: str = "") -> Decided | str:
+        """A worker's decision (its record written), or why there is none (then the caller
+        denies, and records the deny)."""
         pool = self._large if len(raw) > LARGE_INPUT else self._small
         layers = self._layers(caller)
+        request = DecideRequest(layers, raw, caller.name, sandbox, sandbox_unavailable)
         try:
-            reply = await pool.call(DecideRequest(layers, raw, caller.name, sandbox))
+            reply = await pool.call(request)
         except JobTimeout:
             budget = f"{self.decision_budget_s:g} s"
-            return await self._deny(
-                body, caller, f"agent-gateway: no decision within the {budget} decision budget"
-                " (agent-gateway serve --decision-budget), so the call is denied",
-            )
+            return (f"agent-gateway: no decision within the {budget} decision budget"
+                    " (agent-gateway serve --decision-budget), so the call is denied")
         except JobFailed as exc:
-            return await self._deny(body, caller, f"agent-gateway could not decide: {exc}")
+            return f"agent-gateway could not decide: {exc}"
         if isinstance(reply, Unloadable):
             log.error("policy for caller %s does not load: %s", caller.name, reply.message)
             self._unloadable[layers] = reply.message
-            return await self._deny(
-                body, caller, f"agent-gateway cannot load this caller's policy: {reply.message}"
-            )
+            return f"agent-gateway cannot load this caller's policy: {reply.message}"
         if not isinstance(reply, Decided):
             message = reply.message if isinstance(reply, WorkerError) else repr(reply)
             log.error("decision failed: %s", message)
-            return await self._deny(body, caller, f"agent-gateway could not decide: {message}")
-        self._count_decision(reply.decision, body, caller)
+            return f"agent-gateway could not decide: {message}"
         self._unloadable.pop(layers, None)
+        return reply
+
+    async def _pre_tool_use(self, body: JSONObject, raw: bytes, caller: Caller,
+                            sandbox: str) -> HookReply:
+        reply = await self._decided(raw, caller, sandbox)
+        if isinstance(reply, str):
+            return await self._deny(body, caller, reply)
+        self._count_decision(reply.decision, body, caller)
         if self._tracer is not None and reply.decision.kind != "deny":
             # Before the answer: its PostToolUse may arrive as soon as the answer does.
             self._enforced.remember(
@@ -303,15 +318,26 @@ class GatewayService:
         self.metrics.decision(decision, tool if isinstance(tool, str) else "", caller.name)
 
     def _append_deny(self, body: JSONObject, decision: Decision, caller: Caller) -> None:
-        record: DecisionRecord | EventRecord
+        self._append(_deny_record(body, decision, caller))
+
+    async def decide_for_run(self, caller: Caller, raw: bytes, body: Mapping[str, Any],
+                             sandbox: str, sandbox_unavailable: str) -> PreToolUseAnswer:
+        """A PreToolUse of a remote run (its loopback endpoint inside this process), decided
+        as /hooks/PreToolUse is: by a worker, within the decision budget, a recorded deny when
+        there is no answer. The run's own tracer, metrics and off-host copy take it from
+        there (sdk/hook_answers.py)."""
+        reply = await self._decided(raw, caller, sandbox, sandbox_unavailable)
+        if not isinstance(reply, str):
+            return PreToolUseAnswer(reply.decision, reply.output, record=reply.record)
+        decision = fail_closed(reply)
+        record = None
         try:
-            record = decision_record(parse_pre_tool_use(body), decision)
-        except GatewayError:
-            record = ev.event_record(
-                "PreToolUse", body, caller.name, decision="deny", reason=decision.reason,
-                rule_id=decision.rule_id,
+            record = await self._offload.io(
+                append_record, _deny_record(body, decision, caller), self._audit_log
             )
-        self._append({**record, "tenant": caller.name})
+        except Exception as exc:  # the deny stands, recorded or not
+            log.error("audit log not writable, the deny stands: %s", one_line(exc, typed=True))
+        return PreToolUseAnswer(decision, render_pre_tool_use(decision), record=record)
 
     async def _observed(
         self,
@@ -525,7 +551,9 @@ class GatewayService:
     async def stream_run(self, spec: RunSpec, caller: Caller) -> AsyncIterator[bytes]:
         """The run's NDJSON lines; its session is recorded as the caller's when it starts."""
         claimed = not self.tenancy.enabled
-        async for chunk in stream_run_lines(spec, self._run_account(caller)):
+        decide = functools.partial(self.decide_for_run, caller)
+        async for chunk in stream_run_lines(spec, self._agent_env, self._run_account(caller),
+                                            decide):
             if not claimed and (session_id := _session_id_of(chunk)):
                 claimed = True
                 try:
@@ -551,6 +579,20 @@ class GatewayService:
             budget = RunBudget(caller.name, caller.budget, self.gate.ledger, self.gate.prices,
                                owns_store=False)
         return RunAccount(team=caller.name, metrics=self.metrics, budget=budget)
+
+
+def _deny_record(body: Mapping[str, Any], decision: Decision, caller: Caller
+                 ) -> dict[str, object]:
+    """The record of a deny no worker wrote (the decision path could not run)."""
+    record: DecisionRecord | EventRecord
+    try:
+        record = decision_record(parse_pre_tool_use(dict(body)), decision)
+    except GatewayError:
+        record = ev.event_record(
+            "PreToolUse", dict(body), caller.name, decision="deny", reason=decision.reason,
+            rule_id=decision.rule_id,
+        )
+    return {**record, "tenant": caller.name}
 
 
 def bad_request(event: str, status: int, message: str) -> HookReply:
