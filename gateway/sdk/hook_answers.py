@@ -10,15 +10,18 @@ tracing after it never changes it. Imports no claude_agent_sdk.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from gateway.errors import one_line
 from gateway.hookio.wire import PreCompactOutput, PreToolUseOutput
 from gateway.hooks.compact import PreCompactAnswer
+from gateway.hooks.deadline import RECORD_GRACE_S, Ticket
 from gateway.hooks.decision import PreToolUseAnswer, deny_output
 from gateway.hooks.engine import Engine
 from gateway.sdk.attachments import Observer
@@ -30,6 +33,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("gateway.sdk.callbacks")
 
 HookData = Mapping[str, Any]
+T = TypeVar("T")
+
+DECISION_DEADLINE_S = 5.0
+"""A run's PreToolUse decisions (its http hook, whose timeout is 60 s, and gateway.query's
+callbacks, 60 s) are answered within this, plus RECORD_GRACE_S to record a deny."""
 
 
 class HookTracer(Protocol):
@@ -72,19 +80,49 @@ class HookAnswers:
     """The fingerprint of the OS sandbox the run's Claude Code was started with ('' none)."""
     sandbox_unavailable: str = ""
     """Why the sandbox the policy requires could not start for this run ('' it could)."""
+    deadline_s: float = DECISION_DEADLINE_S
+    """A decision not made within this is denied (recorded); well inside the hook timeout."""
+    _deciding: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
-    def pre_tool_use(self, data: HookData, tool_use_id: str | None = None) -> PreToolUseOutput:
+    async def pre_tool_use(self, data: HookData, tool_use_id: str | None = None
+                           ) -> PreToolUseOutput:
         started = time.perf_counter()
         try:
-            answer = self.engine.pre_tool_use(dict(data), sandbox=self.sandbox,
-                                              sandbox_unavailable=self.sandbox_unavailable)
+            answer = await self._decided(dict(data))
         except Exception as exc:  # the decision path does not raise; if it ever does: deny
             log.exception("PreToolUse not answered")
             return deny_output(f"agent-gateway could not decide: {one_line(exc, typed=True)}")
+        _observe(lambda: self.engine.export_decision(answer.record))
         _observe(lambda: _trace_tool(self.tracer, self.observers, data, tool_use_id, answer))
         name = answer.call.tool_name if answer.call else str(data.get("tool_name", ""))
         _observe(lambda: self.counts.decided(name, answer.decision, started))
         return answer.output
+
+    async def _decided(self, raw: dict[str, Any]) -> PreToolUseAnswer:
+        """The decision, made off the event loop (which the run's messages and its other hooks
+        need) by the time its deadline passes; else the deadline's recorded deny. Decisions
+        run one at a time, as they did on the loop; waiting for the one before counts."""
+        ticket = Ticket()
+
+        def decide() -> PreToolUseAnswer:
+            with self._deciding:
+                return self.engine.pre_tool_use(
+                    raw, sandbox=self.sandbox, sandbox_unavailable=self.sandbox_unavailable,
+                    claim=ticket.record, export=False)
+
+        decision = _in_thread(decide)
+        try:
+            return await asyncio.wait_for(asyncio.shield(decision), self.deadline_s)
+        except TimeoutError:
+            pass
+        if not ticket.expire():  # it is recording itself: that is the answer
+            return await asyncio.wait_for(decision, RECORD_GRACE_S)
+        reason = (f"agent-gateway: no decision within the {self.deadline_s:g} s deadline, so "
+                  "the call is denied")
+        log.error("PreToolUse: %s", reason)
+        return await asyncio.wait_for(
+            _in_thread(lambda: self.engine.deny_unanswered(raw, reason, export=False)),
+            RECORD_GRACE_S)
 
     async def pre_compact(self, data: HookData) -> PreCompactOutput:
         started = time.perf_counter()
@@ -104,6 +142,34 @@ class HookAnswers:
         trigger = str(data.get("trigger") or "")
         _observe(lambda: self.counts.compacted(trigger, answer.outcome.outcome, started))
         return output
+
+
+def _in_thread(fn: Callable[[], T]) -> asyncio.Future[T]:
+    """`fn()` on a daemon thread of its own (a decision its deadline gave up on may still
+    be running when the run ends; the process must not wait for it)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(cast(T, result))
+
+    def run() -> None:
+        result: T | None = None
+        error: BaseException | None = None
+        try:
+            result = fn()
+        except BaseException as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=run, name="agent-gateway-decision", daemon=True).start()
+    return future
 
 
 def _trace_tool(

@@ -28,8 +28,9 @@ log = logging.getLogger("gateway.sdk.hook_endpoint")
 
 TOKEN_ENV = "AGENT_GATEWAY_RUN_HOOK_TOKEN"
 TIMEOUT_S = {"PreToolUse": 60, "PreCompact": 300}
-"""Claude Code's wait for each answer; past it, the call is blocked (archiving a large
-transcript is the slow one)."""
+"""Claude Code's wait for each answer, set in the settings; past it, the call is blocked
+(archiving a large transcript is the slow one). A decision is answered well inside it
+(hook_answers.DECISION_DEADLINE_S)."""
 MAX_BODY = 64 * 1024 * 1024
 """A Write of a large file arrives whole in its hook input."""
 
@@ -40,7 +41,7 @@ class HookEndpoint:
     def __init__(self, answers: HookAnswers, loop: asyncio.AbstractEventLoop) -> None:
         self.token = secrets.token_urlsafe(32)
         routes: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, object]]] = {
-            "/hooks/PreToolUse": _awaitable(answers.pre_tool_use),
+            "/hooks/PreToolUse": answers.pre_tool_use,
             "/hooks/PreCompact": answers.pre_compact,
         }
         handler = type("Handler", (_Handler,), {
@@ -102,15 +103,6 @@ class _Server(ThreadingHTTPServer):
         socketserver.TCPServer.server_bind(self)
         host, port = self.server_address[:2]
         self.server_name, self.server_port = str(host), int(port)
-
-
-def _awaitable(
-    answer: Callable[[dict[str, Any]], object],
-) -> Callable[[dict[str, Any]], Coroutine[Any, Any, object]]:
-    async def run(data: dict[str, Any]) -> object:
-        return answer(data)
-
-    return run
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -19,7 +19,7 @@ class Answers:
         self.fail = fail
         self.seen: list[dict[str, Any]] = []
 
-    def pre_tool_use(self, data: dict[str, Any], tool_use_id: str | None = None) -> Any:
+    async def pre_tool_use(self, data: dict[str, Any], tool_use_id: str | None = None) -> Any:
         if self.fail:
             raise RuntimeError("broken")
         self.seen.append(data)
