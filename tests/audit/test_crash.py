@@ -21,6 +21,7 @@ from gateway.audit import log as audit_log
 from gateway.hashchain import link
 from gateway.integrity.keys import KeySet
 from tests.audit.tamper import KEY, fill, records
+from tests.faults.trail import times
 
 CTX = multiprocessing.get_context("fork")
 
@@ -136,7 +137,7 @@ def test_sigkill_at_random_instants_never_leaves_an_alarm(tmp_path: Path, keyed:
     keys = KEY if keyed else None
     log = tmp_path / "audit.jsonl"
     rng = random.Random(22)
-    kills = int(os.environ.get("AGENT_GATEWAY_FAULT_KILLS", "40"))
+    kills = times(40, 500)
     for _ in range(kills):
         proc = CTX.Process(target=_append_forever, args=(str(log), keyed))
         proc.start()
