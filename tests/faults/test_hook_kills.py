@@ -6,6 +6,7 @@ log verifies without a key, and every hook that answered is recorded."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import signal
@@ -48,20 +49,21 @@ def test_sigkill_command_hooks_at_random_instants(tmp_path: Path) -> None:
                 started % 2])).encode())
             proc.stdin.close()
             proc.stdin = None  # written whole: communicate() only reads
-            kill_at = time.monotonic() + rng.random() * 0.2 if rng.random() < 0.7 else 1e18
+            kill_at = time.monotonic() + rng.random() * 0.2 if rng.random() < 0.7 else math.inf
             running.append((tool_use_id, proc, kill_at))
             started += 1
         time.sleep(0.002)
-        for entry in list(running):
-            tool_use_id, proc, kill_at = entry
+        for n, (tool_use_id, proc, kill_at) in enumerate(running):
             if proc.poll() is None and time.monotonic() >= kill_at:
                 proc.send_signal(signal.SIGKILL)
                 killed += 1
-            if proc.poll() is None:
-                continue
+                running[n] = (tool_use_id, proc, math.inf)  # once
+        for entry in [e for e in running if e[1].poll() is not None]:
+            tool_use_id, proc, _ = entry
             running.remove(entry)
             out, _ = proc.communicate()
             if proc.returncode == 0:
                 answered[tool_use_id] = Answered(decision_of(json.loads(out)))
     check_trail(home / "audit.jsonl", answered)
     assert killed > hooks // 4 and answered
+    print(f"{hooks} hooks, {killed} killed, {len(answered)} answered")

@@ -59,6 +59,8 @@ def test_sigkill_serve_at_random_instants(tmp_path: Path) -> None:
         gateway.stop()
     records = check_trail(log, load.answered)
     assert len(load.answered) > 20 * kills and records >= len(load.answered)
+    print(f"serve killed {kills} times: {len(load.answered)} decisions answered, "
+          f"{records} records")
 
 
 def test_sigkill_decision_workers_at_random_instants(tmp_path: Path) -> None:
@@ -83,3 +85,5 @@ def test_sigkill_decision_workers_at_random_instants(tmp_path: Path) -> None:
     assert killed == kills
     died = [a for a in load.answered.values() if "decision worker died" in a.reason]
     assert all(a.decision == "deny" for a in died)
+    print(f"{killed} workers killed: {len(load.answered)} decisions answered, {len(died)} of "
+          "them denies for a worker that died")
