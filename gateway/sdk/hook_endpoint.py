@@ -36,8 +36,9 @@ log = logging.getLogger("gateway.sdk.hook_endpoint")
 
 TOKEN_ENV = RUN_HOOK_TOKEN_ENV
 TIMEOUT_S = {"PreToolUse": 60, "PreCompact": 300}
-"""Claude Code's wait for each answer; past it, the call is blocked (archiving a large
-transcript is the slow one)."""
+"""Claude Code's wait for each answer, set in the settings; past it, the call is blocked
+(archiving a large transcript is the slow one). A decision is answered well inside it
+(hook_answers.DECISION_DEADLINE_S)."""
 Route = Callable[[dict[str, Any], bytes], Coroutine[Any, Any, object]]
 """An event's answer from the hook input and the bytes it was read from."""
 MAX_BODY = 64 * 1024 * 1024

@@ -12,6 +12,7 @@ Every hook request handled leaves one audit record, decided or not (audit_events
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import logging
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from gateway.audit.log import append_record, audit_path
+from gateway.audit.log import append_record, audit_path, checkpoint_path
 from gateway.audit.record import DecisionRecord, EventRecord, decision_record
 from gateway.env import snapshot
 from gateway.errors import GatewayError, one_line
@@ -649,18 +650,38 @@ def _store_problem(engine: Engine) -> str:
     return _writable_dir(Path(local_root(settings, None)), "archive store")
 
 
+READINESS_PROBE_BYTES = 64 * 1024
+"""Written (and removed) where a store lives by each readiness check: more than an audit
+record takes, so a full disk shows before a decision fails on it. An empty file, which is
+what the check wrote before, still fits on a full disk."""
+
+
 def _audit_problem(path: Path) -> str:
+    """The audit log cannot be appended: its directory cannot take a record (full, read-only,
+    not a directory) or the log or its checkpoint cannot be opened for writing."""
     problem = _writable_dir(path.parent, "audit log directory")
-    if not problem and path.exists() and not os.access(path, os.W_OK):
-        problem = f"audit log {path} not writable"
+    for target, what in ((path, "audit log"), (checkpoint_path(path), "audit checkpoint")):
+        if problem:
+            break
+        try:
+            os.close(os.open(target, os.O_WRONLY | os.O_APPEND))
+        except FileNotFoundError:
+            continue  # written with the first record
+        except OSError as exc:
+            problem = f"{what} {target} not writable: {exc.strerror or exc}"
     return problem
 
 
 def _writable_dir(root: Path, what: str) -> str:
     try:
         root.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=root, prefix=".readyz-"):
-            pass
+        with tempfile.NamedTemporaryFile(dir=root, prefix=".readyz-", buffering=0) as probe:
+            left = memoryview(bytes(READINESS_PROBE_BYTES))
+            while left:  # a nearly full disk takes part of it, then refuses the rest
+                written = probe.write(left) or 0
+                if not written:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                left = left[written:]
     except OSError as exc:
         return f"{what} {root} not writable: {exc.strerror or exc}"
     return "" if os.access(root, os.W_OK) else f"{what} {root} not writable"

@@ -24,7 +24,7 @@ class Answers:
         self.fail = fail
         self.seen: list[dict[str, Any]] = []
 
-    def pre_tool_use(self, data: dict[str, Any], tool_use_id: str | None = None) -> Any:
+    async def pre_tool_use(self, data: dict[str, Any], tool_use_id: str | None = None) -> Any:
         if self.fail:
             raise RuntimeError("broken")
         self.seen.append(data)
@@ -33,7 +33,7 @@ class Answers:
 
     async def pre_tool_use_raw(self, data: dict[str, Any], raw: bytes) -> Any:
         assert json.loads(raw) == data
-        return self.pre_tool_use(data)
+        return await self.pre_tool_use(data)
 
     async def pre_compact(self, data: dict[str, Any]) -> Any:
         return {"decision": "block", "reason": "r"}
