@@ -17,7 +17,7 @@ from gateway.archive.config import CompactionSettings
 from gateway.hookio.parse import RawInput
 from gateway.hooks.compact import PreCompactAnswer, answer_pre_compact
 from gateway.hooks.decision import PreToolUseAnswer, TrailSink, answer_pre_tool_use
-from gateway.policy.reload import PolicyHolder
+from gateway.policy.reload import PolicyFiles, PolicyHolder
 
 if TYPE_CHECKING:
     from gateway.policy import Policy
@@ -33,10 +33,14 @@ class Engine:
         audit_log: Path | None = None,
         reload_interval_s: float = 0.5,
         audit_export: TrailSink | None = None,
+        files: PolicyFiles | None = None,
     ) -> None:
+        """`files`: the texts in force this process shares between engines (policy/reload.py);
+        by default the engine's own."""
         # The first load must succeed: the gateway never runs on an empty or partial policy.
         self._holder = (
-            PolicyHolder(policy_paths, interval_s=reload_interval_s) if policy_paths else None
+            PolicyHolder(policy_paths, files=files, interval_s=reload_interval_s)
+            if policy_paths else None
         )
         self._audit_log = audit_log
         self._export = audit_export

@@ -12,6 +12,8 @@ Every hook request handled leaves one audit record, decided or not (audit_events
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -32,6 +34,7 @@ from gateway.hookio.wire import PreCompactOutput, PreToolUseHookSpecificOutput, 
 from gateway.hooks.decision import fail_closed
 from gateway.hooks.engine import Engine
 from gateway.hooks.trail import AuditExport
+from gateway.policy.reload import INTERVAL_S, PolicyFiles
 from gateway.server import audit_events as ev
 from gateway.server.auth import Caller
 from gateway.server.bodies import JSONBody, decode_object
@@ -140,6 +143,9 @@ class GatewayService:
         metrics: GatewayMetrics | None = None,
     ) -> None:
         self._paths = tuple(policy_paths)
+        self._files = PolicyFiles()
+        """The policy texts in force here; a new decision worker starts from them."""
+        self._poll: asyncio.Task[None] | None = None
         self._tracer = tracer
         self._audit_log = audit_log or audit_path()
         self._audit_export = audit_export
@@ -176,8 +182,13 @@ class GatewayService:
         await self._large.start()
         if self.gate is not None:
             await self.gate.start()
+        self._poll = asyncio.create_task(self._poll_policies())
 
     async def close(self) -> None:
+        if self._poll is not None:
+            self._poll.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poll
         if self.gate is not None:
             await self.gate.close()
         await self._small.close()
@@ -190,7 +201,8 @@ class GatewayService:
         engine = self._engines.get(layers)
         if engine is None:
             engine = self._engines[layers] = Engine(
-                layers, audit_log=self._audit_log, audit_export=self._audit_export
+                layers, audit_log=self._audit_log, audit_export=self._audit_export,
+                files=self._files,
             )
         return engine
 
@@ -208,7 +220,26 @@ class GatewayService:
             memory_limit=WORKER_MEMORY_LIMIT,
             job_limit_s=self.decision_budget_s + 5,
             warm=tuple(dict.fromkeys([*self._engines, *self._decided_layers])),
+            policy_texts=tuple(self._files.accepted().items()),
         )
+
+    async def _poll_policies(self) -> None:
+        """Follow the policy files as the workers do, so that a worker started now begins
+        from what they have in force, and reloads are logged and shown once, here."""
+        while True:
+            await asyncio.sleep(INTERVAL_S)
+            try:
+                await self._offload.io(self._follow_policies)
+            except Exception:  # never stops following; the next round tries again
+                log.exception("following the policy files failed")
+
+    def _follow_policies(self) -> None:
+        for layers in list(self._decided_layers):
+            with contextlib.suppress(GatewayError):  # a worker says why when it needs them
+                self._files.texts(layers)
+        for engine in list(self._engines.values()):
+            engine.policy  # noqa: B018 (reloads when the files' texts in force changed)
+        self._files.refresh({p for layers in list(self._decided_layers) for p in layers})
 
     # --- hooks ------------------------------------------------------------------------------
     async def hook(self, event: str, body: JSONObject, raw: bytes, caller: Caller,
@@ -441,7 +472,7 @@ class GatewayService:
 
     def _readiness(self) -> Readiness:
         problems: list[str] = []
-        warnings = self._policy_warnings()
+        warnings = self._policy_warnings() + self._files.notices()
         server = self._engines.get(self._paths)
         for problem in (
             _store_problem(server) if server is not None else "",
@@ -455,18 +486,23 @@ class GatewayService:
         return Readiness(problems, warnings)
 
     def _policy_warnings(self) -> list[str]:
-        """Policy sets that failed to reload or do not load (also the reload_errors gauge)."""
+        """Policy files whose change is not in force, policy sets that do not compile or load
+        (also the reload_errors gauge)."""
         warnings: list[str] = []
+        failed: list[str] = []
         for layers, engine in list(self._engines.items()):
             try:
                 engine.policy  # noqa: B018 (checks the files and reloads when they changed)
             except Exception as exc:
                 warnings.append(f"policy {', '.join(layers)}: {one_line(exc)}")
             if engine.reload_error:
-                warnings.append(
-                    f"policy reload failed, the last good policy stays in force: "
-                    f"{' '.join(engine.reload_error.split())}"
-                )
+                failed.append(engine.reload_error)
+        failed.extend(str(problem) for problem in self._files.problems())
+        for error in dict.fromkeys(failed):
+            warnings.append(
+                "policy reload failed, the last good policy stays in force: "
+                f"{' '.join(error.split())}"
+            )
         for layers, error in list(self._unloadable.items()):
             warnings.append(
                 f"policy {', '.join(layers)} does not load, its callers' tool calls are denied: "
