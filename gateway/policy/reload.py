@@ -155,18 +155,20 @@ class PolicyFiles:
         with self._lock:
             return [c.problem for c in self._changes.values() if c.problem is not None]
 
-    def notices(self) -> list[str]:
-        """Changes held back because they give something up, and reloads that did."""
+    def notices(self) -> list[tuple[str, str]]:
+        """(file, notice): changes held back because they give something up, and reloads
+        that did."""
         now = self.clock()
         with self._lock:
             held = [
-                f"policy {path} changed and gives up {_listed(c.gives_up)}: held until it "
-                f"reads the same for {self._hold:g} s ({max(0.0, self._hold - (now - c.seen)):.1f}"
-                " s to go); the last policy stays in force"
+                (path, f"policy {path} changed and gives up {_listed(c.gives_up)}: held until "
+                       f"it reads the same for {self._hold:g} s "
+                       f"({max(0.0, self._hold - (now - c.seen)):.1f} s to go); the last policy "
+                       "stays in force")
                 for path, c in self._changes.items()
                 if c.judged and c.problem is None and c.gives_up
             ]
-            return held + list(self._removed.values())
+            return held + list(self._removed.items())
 
     # --- checking the files -----------------------------------------------------------------
     def refresh(self, paths: Iterable[str], *, force: bool = False) -> None:

@@ -19,6 +19,7 @@ from gateway.server.auth import (
     TokenTable,
     auth_middleware,
     caller_of,
+    identify,
     scraper_allowed,
 )
 from gateway.server.bodies import BodyError, JSONBody, parse_object, read_limited
@@ -212,9 +213,19 @@ async def _healthz(_request: web.Request) -> web.Response:
 
 
 async def _readyz(request: web.Request) -> web.Response:
-    state = await request.app[SERVICE].readiness()
-    body = {"ready": state.ready, "problems": state.problems, "warnings": state.warnings}
-    return web.json_response(body, status=200 if state.ready else 503)
+    """Ready or not, to anyone (a load balancer's probe carries no token); why, only to a
+    token: the metrics (operator's) token sees everything, a tenant's token the problems and
+    the warnings about its own policy files, never another tenant's."""
+    config = request.app[CONFIG]
+    service = request.app[SERVICE]
+    state = await service.readiness()
+    status = 200 if state.ready else 503
+    if not config.tokens.enabled or scraper_allowed(request, config.metrics_token):
+        return web.json_response(state.details(), status=status)
+    caller = identify(config.tokens, request)
+    if caller is None:
+        return web.json_response({"ready": state.ready}, status=status)
+    return web.json_response(state.details(service.policy_layers(caller)), status=status)
 
 
 async def _hook(request: web.Request) -> web.Response:

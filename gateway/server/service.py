@@ -19,10 +19,10 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
 from gateway.audit.log import append_record, audit_path
 from gateway.audit.record import DecisionRecord, EventRecord, decision_record
@@ -110,6 +110,13 @@ class HookReply:
     the caller runs it once the response is written."""
 
 
+class Notice(NamedTuple):
+    """A warning, and the policy files it is about (a caller is shown only its own)."""
+
+    text: str
+    policies: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Readiness:
     """`problems` make the replica not ready; `warnings` are shown while it stays ready.
@@ -117,11 +124,25 @@ class Readiness:
     /readyz shows both; metrics read the same value."""
 
     problems: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Notice] = field(default_factory=list)
 
     @property
     def ready(self) -> bool:
         return not self.problems
+
+    def details(self, policies: Collection[str] | None = None) -> ReadinessBody:
+        """The /readyz body; `policies`: only warnings about these files (None: all)."""
+        shown = [
+            n.text for n in self.warnings
+            if policies is None or set(n.policies) <= set(policies)
+        ]
+        return {"ready": self.ready, "problems": self.problems, "warnings": shown}
+
+
+class ReadinessBody(TypedDict):
+    ready: bool
+    problems: list[str]
+    warnings: list[str]
 
 
 class GatewayService:
@@ -205,6 +226,10 @@ class GatewayService:
                 files=self._files,
             )
         return engine
+
+    def policy_layers(self, caller: Caller) -> tuple[str, ...]:
+        """The policy files that decide the caller's tool calls, org first."""
+        return (*self._paths, *caller.extra_policies)
 
     def _layers(self, caller: Caller) -> tuple[str, ...]:
         layers = (*self._paths, *caller.extra_policies)
@@ -472,7 +497,9 @@ class GatewayService:
 
     def _readiness(self) -> Readiness:
         problems: list[str] = []
-        warnings = self._policy_warnings() + self._files.notices()
+        warnings = self._policy_warnings() + [
+            Notice(text, (path,)) for path, text in self._files.notices()
+        ]
         server = self._engines.get(self._paths)
         for problem in (
             _store_problem(server) if server is not None else "",
@@ -485,29 +512,30 @@ class GatewayService:
             problems.append("span export is failing")
         return Readiness(problems, warnings)
 
-    def _policy_warnings(self) -> list[str]:
+    def _policy_warnings(self) -> list[Notice]:
         """Policy files whose change is not in force, policy sets that do not compile or load
         (also the reload_errors gauge)."""
-        warnings: list[str] = []
-        failed: list[str] = []
+        warnings: list[Notice] = []
+        failed: dict[str, tuple[str, ...]] = {}
         for layers, engine in list(self._engines.items()):
             try:
                 engine.policy  # noqa: B018 (checks the files and reloads when they changed)
             except Exception as exc:
-                warnings.append(f"policy {', '.join(layers)}: {one_line(exc)}")
+                warnings.append(Notice(f"policy {', '.join(layers)}: {one_line(exc)}", layers))
             if engine.reload_error:
-                failed.append(engine.reload_error)
-        failed.extend(str(problem) for problem in self._files.problems())
-        for error in dict.fromkeys(failed):
-            warnings.append(
+                failed.setdefault(engine.reload_error, layers)
+        for problem in self._files.problems():
+            failed.setdefault(str(problem), (problem.path,))
+        for error, layers in failed.items():
+            warnings.append(Notice(
                 "policy reload failed, the last good policy stays in force: "
-                f"{' '.join(error.split())}"
-            )
+                f"{' '.join(error.split())}", layers,
+            ))
         for layers, error in list(self._unloadable.items()):
-            warnings.append(
+            warnings.append(Notice(
                 f"policy {', '.join(layers)} does not load, its callers' tool calls are denied: "
-                f"{error}"
-            )
+                f"{error}", layers,
+            ))
         return warnings
 
     # --- remote runs ------------------------------------------------------------------------

@@ -112,7 +112,8 @@ def test_a_file_cut_at_a_line_end_is_held_then_loaded_loudly(
     assert s.at(0.25, "cat .env") == "deny"
     with caplog.at_level(logging.WARNING, logger="gateway.policy"):
         assert s.at(0.25 + SETTLE_S, "cat .env") == "deny"  # settled but gives rules up: held
-        (held,) = s.files.notices()
+        ((where, held),) = s.files.notices()
+        assert where == str(s.path)
         assert "gives up deny rule 'Read(**/.env)' removed" in held and "held until" in held
         assert "'Bash(git push --force:*)' removed" in held
         assert "ask rule 'Bash(git push:*)' removed" in held
@@ -121,7 +122,7 @@ def test_a_file_cut_at_a_line_end_is_held_then_loaded_loudly(
     assert "holding it until it reads the same" in caplog.text
     assert "reloaded at" in caplog.text
     assert "GIVING UP deny rule 'Read(**/.env)' removed" in caplog.text
-    (notice,) = s.files.notices()  # shown until the file changes again
+    ((_, notice),) = s.files.notices()  # shown until the file changes again
     assert "GIVING UP" in notice and "Read(**/.env)" in notice
     s.write(ORG)
     s.at(10, "ls")

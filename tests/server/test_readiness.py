@@ -110,8 +110,13 @@ async def test_a_team_policy_that_does_not_load_is_a_warning_not_an_outage(
         "/hooks/PreToolUse", json=pre_tool_use("echo hi"), headers={"Authorization": "Bearer ok"}
     )
     assert decision_of(await allowed.json()) == "allow"
-    resp = await client.get("/readyz")
+    # the team whose policy it is sees why; another team does not, nor does a probe
+    resp = await client.get("/readyz", headers={"Authorization": "Bearer broken"})
     body = await resp.json()
     assert resp.status == 200 and body["ready"] is True
     (warning,) = body["warnings"]
     assert "does not load" in warning and f"{broken}:4:" in warning
+    other = await client.get("/readyz", headers={"Authorization": "Bearer ok"})
+    assert await other.json() == {"ready": True, "problems": [], "warnings": []}
+    anonymous = await client.get("/readyz")
+    assert anonymous.status == 200 and await anonymous.json() == {"ready": True}
