@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from gateway.telemetry.pricing import PriceTable
 
 DRAIN_SECONDS = 30.0
+IDLE_TIMEOUT_S = 75.0
+"""A connection with no complete request head this long after it opened or after its last
+answer is closed: idle keep-alive, or headers sent a byte at a time. Longer than a load
+balancer's usual 60 s idle timeout, so the balancer closes first."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class ServeArgs:
     redis_timeout_s: float = 2.0
     reserve_output_tokens: int = 4096
     trace_idle_timeout_s: float = 1800.0
+    idle_timeout_s: float = IDLE_TIMEOUT_S
 
 
 def is_loopback(host: str) -> bool:
@@ -81,6 +86,9 @@ def serve_command(args: ServeArgs) -> int:
         return 2
     if not args.trace_idle_timeout_s > 0:
         print(f"{prog}: error: --trace-idle-timeout must be a positive number", file=sys.stderr)
+        return 2
+    if not args.idle_timeout_s > 0:
+        print(f"{prog}: error: --idle-timeout must be a positive number", file=sys.stderr)
         return 2
     for root in args.runs_roots:
         if not os.path.isdir(root):
@@ -181,13 +189,11 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
             export.shutdown()
 
     app.on_cleanup.append(flush)
-    print(
-        f"agent-gateway serve: listening on http://{args.host}:{args.port} "
+    lines = [
+        f"listening on http://{args.host}:{args.port} "
         f"(upstream {args.upstream}, auth {'on' if tokens.enabled else 'off'}, "
-        f"remote runs {'in ' + ', '.join(args.runs_roots) if args.runs_roots else 'off'})",
-        file=sys.stderr,
-        flush=True,
-    )
+        f"remote runs {'in ' + ', '.join(args.runs_roots) if args.runs_roots else 'off'})"
+    ]
     if gate is not None:
         where = (
             f"counted in {gate.ledger.location}, shared by every replica"
@@ -195,23 +201,41 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
             else "counted in this process: budgets are per replica (--redis-url shares them)"
         )
         failure = "fail_open" if args.budget_fail_open else "fail_closed"
-        print(
-            f"agent-gateway serve: team budgets for {', '.join(sorted(gate.budgets))}, {where}"
-            f"{'; if the store is down: ' + failure if gate.ledger.shared else ''}",
-            file=sys.stderr,
-            flush=True,
+        lines.append(
+            f"team budgets for {', '.join(sorted(gate.budgets))}, {where}"
+            f"{'; if the store is down: ' + failure if gate.ledger.shared else ''}"
         )
     if metrics.registry is not None:
-        print("agent-gateway serve: Prometheus metrics at GET /metrics", file=sys.stderr)
-    web.run_app(
-        app,
-        host=args.host,
-        port=args.port,
-        shutdown_timeout=args.drain_seconds,
-        print=None,
-        access_log=None,
-        handle_signals=True,
-    )
+        lines.append("Prometheus metrics at GET /metrics")
+    bound = False
+
+    def listening(_aiohttp_banner: str) -> None:
+        # run_app calls this once every socket is bound: only then is the service there.
+        nonlocal bound
+        bound = True
+        for line in lines:
+            print(f"agent-gateway serve: {line}", file=sys.stderr, flush=True)
+
+    try:
+        web.run_app(
+            app,
+            host=args.host,
+            port=args.port,
+            shutdown_timeout=args.drain_seconds,
+            print=listening,
+            access_log=None,
+            handle_signals=True,
+            # aiohttp's keep-alive timer runs from the connection's opening and from each
+            # answer until the next request head is complete: it is the head timeout too.
+            keepalive_timeout=args.idle_timeout_s,
+        )
+    except OSError as exc:
+        if bound:
+            raise
+        reason = os.strerror(exc.errno).lower() if exc.errno else one_line(exc)
+        print(f"agent-gateway serve: error: cannot listen on {args.host}:{args.port}: {reason}",
+              file=sys.stderr)
+        return 2
     return 0
 
 
@@ -334,6 +358,17 @@ def add_parser(sub: Subcommands) -> None:
         "events (a killed `claude -p` never sends SessionEnd; default 1800)",
     )
     serve.add_argument(
+        "--idle-timeout",
+        dest="idle_timeout",
+        type=float,
+        default=IDLE_TIMEOUT_S,
+        metavar="SECONDS",
+        help="close a connection that has not sent a whole request head within SECONDS of "
+        "opening or of its last answer: idle keep-alive, or headers sent a byte at a time "
+        f"(default {IDLE_TIMEOUT_S:g}; keep it above a load balancer's idle timeout). Bodies "
+        "must arrive whole within 10 s (hooks, runs) or 120 s (/v1/messages)",
+    )
+    serve.add_argument(
         "--decision-budget",
         dest="decision_budget",
         type=float,
@@ -365,5 +400,6 @@ def run(args: argparse.Namespace) -> int:
             reserve_output_tokens=args.reserve_output_tokens,
             redis_timeout_s=args.redis_timeout,
             trace_idle_timeout_s=args.trace_idle_timeout,
+            idle_timeout_s=args.idle_timeout,
         )
     )

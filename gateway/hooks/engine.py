@@ -23,7 +23,7 @@ from gateway.hooks.decision import (
     answer_pre_tool_use,
     deny_unanswered,
 )
-from gateway.policy.reload import PolicyHolder
+from gateway.policy.reload import PolicyFiles, PolicyHolder
 
 if TYPE_CHECKING:
     from gateway.audit.record import AuditRecord
@@ -40,10 +40,14 @@ class Engine:
         audit_log: Path | None = None,
         reload_interval_s: float = 0.5,
         audit_export: TrailSink | None = None,
+        files: PolicyFiles | None = None,
     ) -> None:
+        """`files`: the texts in force this process shares between engines (policy/reload.py);
+        by default the engine's own."""
         # The first load must succeed: the gateway never runs on an empty or partial policy.
         self._holder = (
-            PolicyHolder(policy_paths, interval_s=reload_interval_s) if policy_paths else None
+            PolicyHolder(policy_paths, files=files, interval_s=reload_interval_s)
+            if policy_paths else None
         )
         self._audit_log = audit_log
         self._export = audit_export

@@ -24,7 +24,8 @@ from gateway.env import METRICS_TOKEN_ENV, TOKEN_ENV, variable
 from gateway.errors import ConfigError, one_line
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
-"""/metrics checks its own token (scraper_allowed): tenants' tokens do not open it."""
+"""/metrics checks its own token (scraper_allowed): tenants' tokens do not open it. /readyz
+answers anyone whether the replica is ready, and why only to a token (app.py)."""
 TOKEN_HEADER = "X-Agent-Gateway-Token"
 """The gateway token where `Authorization` carries the upstream's credential (the proxy):
 Claude Code sends it with ANTHROPIC_CUSTOM_HEADERS="X-Agent-Gateway-Token: TOKEN"."""
@@ -232,6 +233,11 @@ def _authenticate(table: TokenTable, request: web.Request) -> tuple[Caller | Non
         found = caller
         held.add(header)
     return found, frozenset(held)
+
+
+def identify(table: TokenTable, request: web.Request) -> Caller | None:
+    """The caller a request's gateway token names, on a path the middleware leaves open."""
+    return _authenticate(table, request)[0] if table.enabled else None
 
 
 def scraper_allowed(request: web.Request, metrics_token: str) -> bool:

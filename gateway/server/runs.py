@@ -35,19 +35,24 @@ class RunRefused(Exception):
         self.status = status
 
 
+OUTSIDE_ROOTS = "'cwd' is outside this token's runs roots"
+"""The one answer for any cwd that resolves outside the roots, whatever is there: nothing
+about the host (whether a path exists, where a symlink points) is told to a caller."""
+
+
 def confine_cwd(cwd: str, roots: Sequence[str]) -> str:
-    """The real path of `cwd` when it lies inside one of `roots` (symlinks resolved)."""
+    """The real path of `cwd` when it is a directory inside one of `roots` (symlinks
+    resolved); RunRefused 403 with OUTSIDE_ROOTS for anything outside them."""
     if not os.path.isabs(cwd):
-        raise RunRefused(400, f"'cwd' must be an absolute path, got {cwd!r}")
+        raise RunRefused(400, "'cwd' must be an absolute path")
     real = os.path.realpath(cwd)
-    if not os.path.isdir(real):
-        raise RunRefused(400, f"'cwd' {cwd} is not a directory")
     for root in roots:
         real_root = os.path.realpath(root)
         if real == real_root or real.startswith(real_root.rstrip("/") + "/"):
+            if not os.path.isdir(real):  # inside the caller's own roots: it may know
+                raise RunRefused(400, f"'cwd' {cwd} is not a directory")
             return real
-    shown = cwd if real == cwd else f"{cwd} (really {real})"
-    raise RunRefused(403, f"'cwd' {shown} is outside this token's runs roots")
+    raise RunRefused(403, OUTSIDE_ROOTS)
 
 
 class RunOptions(TypedDict, total=False):

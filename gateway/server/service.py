@@ -12,6 +12,8 @@ Every hook request handled leaves one audit record, decided or not (audit_events
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import errno
 import functools
 import json
@@ -19,10 +21,10 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
 from gateway.audit.log import append_record, audit_path, checkpoint_path
 from gateway.audit.record import DecisionRecord, EventRecord, decision_record
@@ -34,6 +36,7 @@ from gateway.hookio.wire import PreCompactOutput, PreToolUseHookSpecificOutput, 
 from gateway.hooks.decision import PreToolUseAnswer, fail_closed
 from gateway.hooks.engine import Engine
 from gateway.hooks.trail import AuditExport
+from gateway.policy.reload import INTERVAL_S, PolicyFiles
 from gateway.sdk.agent_env import remote_agent_env
 from gateway.server import audit_events as ev
 from gateway.server.auth import Caller
@@ -112,6 +115,13 @@ class HookReply:
     the caller runs it once the response is written."""
 
 
+class Notice(NamedTuple):
+    """A warning, and the policy files it is about (a caller is shown only its own)."""
+
+    text: str
+    policies: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Readiness:
     """`problems` make the replica not ready; `warnings` are shown while it stays ready.
@@ -119,11 +129,25 @@ class Readiness:
     /readyz shows both; metrics read the same value."""
 
     problems: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Notice] = field(default_factory=list)
 
     @property
     def ready(self) -> bool:
         return not self.problems
+
+    def details(self, policies: Collection[str] | None = None) -> ReadinessBody:
+        """The /readyz body; `policies`: only warnings about these files (None: all)."""
+        shown = [
+            n.text for n in self.warnings
+            if policies is None or set(n.policies) <= set(policies)
+        ]
+        return {"ready": self.ready, "problems": self.problems, "warnings": shown}
+
+
+class ReadinessBody(TypedDict):
+    ready: bool
+    problems: list[str]
+    warnings: list[str]
 
 
 class GatewayService:
@@ -150,6 +174,9 @@ class GatewayService:
         self._paths = tuple(policy_paths)
         self._agent_env = dict(agent_env if agent_env is not None
                                else remote_agent_env(snapshot()))
+        self._files = PolicyFiles()
+        """The policy texts in force here; a new decision worker starts from them."""
+        self._poll: asyncio.Task[None] | None = None
         self._tracer = tracer
         self._audit_log = audit_log or audit_path()
         self._audit_export = audit_export
@@ -186,8 +213,13 @@ class GatewayService:
         await self._large.start()
         if self.gate is not None:
             await self.gate.start()
+        self._poll = asyncio.create_task(self._poll_policies())
 
     async def close(self) -> None:
+        if self._poll is not None:
+            self._poll.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poll
         if self.gate is not None:
             await self.gate.close()
         await self._small.close()
@@ -200,9 +232,14 @@ class GatewayService:
         engine = self._engines.get(layers)
         if engine is None:
             engine = self._engines[layers] = Engine(
-                layers, audit_log=self._audit_log, audit_export=self._audit_export
+                layers, audit_log=self._audit_log, audit_export=self._audit_export,
+                files=self._files,
             )
         return engine
+
+    def policy_layers(self, caller: Caller) -> tuple[str, ...]:
+        """The policy files that decide the caller's tool calls, org first."""
+        return (*self._paths, *caller.extra_policies)
 
     def _layers(self, caller: Caller) -> tuple[str, ...]:
         layers = (*self._paths, *caller.extra_policies)
@@ -218,7 +255,26 @@ class GatewayService:
             memory_limit=WORKER_MEMORY_LIMIT,
             job_limit_s=self.decision_budget_s + 5,
             warm=tuple(dict.fromkeys([*self._engines, *self._decided_layers])),
+            policy_texts=tuple(self._files.accepted().items()),
         )
+
+    async def _poll_policies(self) -> None:
+        """Follow the policy files as the workers do, so that a worker started now begins
+        from what they have in force, and reloads are logged and shown once, here."""
+        while True:
+            await asyncio.sleep(INTERVAL_S)
+            try:
+                await self._offload.io(self._follow_policies)
+            except Exception:  # never stops following; the next round tries again
+                log.exception("following the policy files failed")
+
+    def _follow_policies(self) -> None:
+        for layers in list(self._decided_layers):
+            with contextlib.suppress(GatewayError):  # a worker says why when it needs them
+                self._files.texts(layers)
+        for engine in list(self._engines.values()):
+            engine.policy  # noqa: B018 (reloads when the files' texts in force changed)
+        self._files.refresh({p for layers in list(self._decided_layers) for p in layers})
 
     # --- hooks ------------------------------------------------------------------------------
     async def hook(self, event: str, body: JSONObject, raw: bytes, caller: Caller,
@@ -468,7 +524,9 @@ class GatewayService:
 
     def _readiness(self) -> Readiness:
         problems: list[str] = []
-        warnings = self._policy_warnings()
+        warnings = self._policy_warnings() + [
+            Notice(text, (path,)) for path, text in self._files.notices()
+        ]
         server = self._engines.get(self._paths)
         for problem in (
             _store_problem(server) if server is not None else "",
@@ -481,24 +539,30 @@ class GatewayService:
             problems.append("span export is failing")
         return Readiness(problems, warnings)
 
-    def _policy_warnings(self) -> list[str]:
-        """Policy sets that failed to reload or do not load (also the reload_errors gauge)."""
-        warnings: list[str] = []
+    def _policy_warnings(self) -> list[Notice]:
+        """Policy files whose change is not in force, policy sets that do not compile or load
+        (also the reload_errors gauge)."""
+        warnings: list[Notice] = []
+        failed: dict[str, tuple[str, ...]] = {}
         for layers, engine in list(self._engines.items()):
             try:
                 engine.policy  # noqa: B018 (checks the files and reloads when they changed)
             except Exception as exc:
-                warnings.append(f"policy {', '.join(layers)}: {one_line(exc)}")
+                warnings.append(Notice(f"policy {', '.join(layers)}: {one_line(exc)}", layers))
             if engine.reload_error:
-                warnings.append(
-                    f"policy reload failed, the last good policy stays in force: "
-                    f"{' '.join(engine.reload_error.split())}"
-                )
+                failed.setdefault(engine.reload_error, layers)
+        for problem in self._files.problems():
+            failed.setdefault(str(problem), (problem.path,))
+        for error, layers in failed.items():
+            warnings.append(Notice(
+                "policy reload failed, the last good policy stays in force: "
+                f"{' '.join(error.split())}", layers,
+            ))
         for layers, error in list(self._unloadable.items()):
-            warnings.append(
+            warnings.append(Notice(
                 f"policy {', '.join(layers)} does not load, its callers' tool calls are denied: "
-                f"{error}"
-            )
+                f"{error}", layers,
+            ))
         return warnings
 
     # --- remote runs ------------------------------------------------------------------------
