@@ -191,6 +191,9 @@ class _Worker:
         self.extra_connections = 0
         self.outstanding = 0
         self.drained: asyncio.Future[None] | None = None
+        self.closed_until = 0.0
+        """In a closed loop (closed_loop), when connections stop sending their next call."""
+        self.sent: dict[int, int] = dict.fromkeys(sessions, 0)
 
     async def connect(self, session: int) -> _Conn:
         loop = asyncio.get_running_loop()
@@ -221,7 +224,12 @@ class _Worker:
                 error = "reply is not JSON"
         if error is None:
             self.latencies.append((done - scheduled) * 1e3)
-            self.idle[conn.session].append(conn)
+            if done < self.closed_until:  # closed loop: the next call as soon as this answered
+                self.outstanding += 1
+                self.sent[conn.session] += 1
+                conn.send(self.request(conn.session, self.sent[conn.session]), done)
+            else:
+                self.idle[conn.session].append(conn)
         else:
             self.errors.append(error)
             if conn.transport is not None:
@@ -276,6 +284,23 @@ class _Worker:
             except TimeoutError:
                 self.errors.extend(["no reply within 30 s"] * self.outstanding)
 
+    async def closed_loop(self, t0: float, seconds: float) -> None:
+        """Every session's connection sends its next call the moment the last one is
+        answered, from t0 for `seconds`; then waits for the calls in flight."""
+        self.closed_until = t0 + seconds
+        await asyncio.sleep(max(0.0, t0 - time.monotonic()))
+        loop = asyncio.get_running_loop()
+        self.drained = loop.create_future()
+        for session in self.sessions:
+            self.outstanding += 1
+            self.sent[session] += 1
+            self.idle[session].pop().send(self.request(session, self.sent[session]),
+                                          time.monotonic())
+        try:
+            await asyncio.wait_for(self.drained, timeout=seconds + 30)
+        except TimeoutError:
+            self.errors.extend(["no reply within 30 s"] * self.outstanding)
+
     def close(self) -> None:
         for conns in self.idle.values():
             for conn in conns:
@@ -291,8 +316,13 @@ def _generator_process(
     interval: float,
     seed: int,
     conn: Any,
+    closed: bool = False,
+    cpus: set[int] | None = None,
 ) -> None:
-    """Entry point of a generator process: warm up, report ready, wait for t0, run, report."""
+    """Entry point of a generator process: warm up, report ready, wait for t0, run (open
+    loop, or closed with `closed`), report. `cpus`: the cores it may run on."""
+    if cpus:
+        os.sched_setaffinity(0, cpus)
 
     async def main() -> dict[str, Any]:
         worker = _Worker(host, port, sessions)
@@ -309,7 +339,10 @@ def _generator_process(
         conn.send("ready")
         t0 = float(await asyncio.get_running_loop().run_in_executor(None, conn.recv))
         cpu0 = time.process_time()
-        await worker.run(t0, seconds, interval, seed)
+        if closed:
+            await worker.closed_loop(t0, seconds)
+        else:
+            await worker.run(t0, seconds, interval, seed)
         cpu = time.process_time() - cpu0
         worker.close()
         return {
@@ -352,9 +385,12 @@ def machine_cpu_s() -> tuple[float, float]:
 
 
 def open_loop(
-    url: str, pid: int, seconds: float, sessions: int, interval: float, workers: int
+    url: str, pid: int, seconds: float, sessions: int, interval: float, workers: int,
+    *, closed: bool = False, generator_cpus: set[int] | None = None,
 ) -> dict[str, Any]:
-    """Run the generator processes against `url`; gateway RSS and CPU sampled meanwhile."""
+    """Run the generator processes against `url`; gateway RSS and CPU sampled meanwhile.
+    `closed`: each session's connection calls again as soon as it is answered (`interval`
+    unused), so the rate is what the gateway sustains."""
     host, port = url.removeprefix("http://").rsplit(":", 1)
     ctx = multiprocessing.get_context("spawn")
     pipes, procs = [], []
@@ -363,7 +399,8 @@ def open_loop(
         share = list(range(w, sessions, workers))
         proc = ctx.Process(
             target=_generator_process,
-            args=(host, int(port), share, seconds, interval, 1000 + w, child),
+            args=(host, int(port), share, seconds, interval, 1000 + w, child, closed,
+                  generator_cpus),
             daemon=True,
         )
         proc.start()
@@ -398,6 +435,7 @@ def open_loop(
     return {
         "requests": sent,
         "rate_per_s": round(sent / seconds, 1),
+        "decisions_per_s": round(sum(r["decisions"] for r in results) / seconds, 1),
         "generator_processes": workers,
         "p50_ms": round(pct(latencies, 50), 3),
         "p99_ms": round(pct(latencies, 99), 3),
