@@ -246,8 +246,12 @@ class _Resolved:
         if shape is None:
             shape = self.shapes[id(rule)] = overlap.rule_shape(
                 rule.matcher.pattern, self.call.cwd, self._realpath)
-        return overlap.could_name(self.forms[path], shape, rule.matcher.pattern,
-                                  self.call.cwd, bool(self.bash.creates))
+        # A tree is what is there now: the files the command itself makes land elsewhere,
+        # and a file copied from a protected one was read where it was.
+        return overlap.could_name(
+            self.forms[path], shape, rule.matcher.pattern, self.call.cwd,
+            bool(self.bash.creates) and not path.tree,
+            overlap.MAX_TREE_WALK if path.tree else overlap.MAX_WALK)
 
     def _realpath(self, path: str) -> str:
         if path not in self.real:

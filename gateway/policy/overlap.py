@@ -251,10 +251,13 @@ def path_forms(word: Word, cwds: Sequence[str], cwd_unknown: bool,
 
 MAX_WALK = 2_000
 """Entries looked at under a rule's own directory before a pattern is taken to reach it."""
+MAX_TREE_WALK = 20_000
+"""The same for a tree a recursive command acts on (`grep -r x .` in a project with a
+virtual environment): such commands are common, and past it the call is denied."""
 
 
 def could_name(path: Sequence[tuple[str, ...]] | None, rule: RuleShape,
-               pattern: PathPattern, cwd: str, creates: bool) -> bool:
+               pattern: PathPattern, cwd: str, creates: bool, walk: int = MAX_WALK) -> bool:
     """Whether a path known only by a pattern (its `path_forms`) could name a file the
     rule matches when the command runs. By names first; then, unless the command may
     create files, by what is on disk: an anchored rule's files are under its directory,
@@ -268,12 +271,12 @@ def could_name(path: Sequence[tuple[str, ...]] | None, rule: RuleShape,
         if any(meet(p, form) for p in path for form in rule.exact):
             # a name the rule matches: is there such a file where the pattern starts?
             roots = _literal_dirs(path)
-            return creates or not roots or any(_existing_under(root, path, pattern, cwd)
-                                               for root in roots)
+            return creates or not roots or any(
+                _existing_under(root, path, pattern, cwd, walk) for root in roots)
         # only inside a directory of that name: one the command makes holds only what it
         # writes there, so one that is there now
         return _named_directory(rule.body, [*_literal_dirs(path), cwd or "/"])
-    return creates or _existing_under(rule.root, path, pattern, cwd)
+    return creates or _existing_under(rule.root, path, pattern, cwd, walk)
 
 
 def _literal_dirs(path: Sequence[tuple[str, ...]]) -> list[str]:
@@ -307,31 +310,39 @@ def _named_directory(body: tuple[str, ...], dirs: Sequence[str]) -> bool:
 
 
 def _existing_under(root: str, path: Sequence[tuple[str, ...]], pattern: PathPattern,
-                    cwd: str) -> bool:
+                    cwd: str, budget: int) -> bool:
     """A file under the rule's directory, now, that the path pattern and the rule both
-    match (more than MAX_WALK entries: assumed)."""
+    match (more than `budget` entries: assumed)."""
     if not os.path.lexists(root):
         return False
-    budget = MAX_WALK
-    pending = [root]
+    # (path, a directory to enter): the directory entry tells, without a stat per entry.
+    pending = [(root, os.path.isdir(root) and not os.path.islink(root))]
     while pending:
-        current = pending.pop()
-        found = components(current)
-        if any(meet(form, found) for form in path) and pattern.matches((current,), cwd,
-                                                                       anywhere=True):
+        current, enter = pending.pop()
+        # The rule's regex first: it rejects almost every entry, for a fraction of `meet`.
+        if pattern.matches((current,), cwd, anywhere=True) and any(
+                meet(form, components(current)) for form in path):
             return True
         budget -= 1
         if budget <= 0:
             return True
+        if not enter:
+            continue
         try:
-            if os.path.isdir(current) and not os.path.islink(current):
-                with os.scandir(current) as entries:
-                    pending.extend(entry.path for entry in entries)
+            with os.scandir(current) as entries:
+                pending.extend((entry.path, _enters(entry)) for entry in entries)
         except OSError:
             continue
         if len(pending) > budget:
             return True
     return False
+
+
+def _enters(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def _literal_heads_agree(a: tuple[str, ...], b: tuple[str, ...]) -> bool:

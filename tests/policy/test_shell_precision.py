@@ -436,3 +436,62 @@ def test_loops_over_listed_files_read_them(policy: Policy, project: Path, in_hom
 def test_loops_over_listed_files_no_rule_is_about(policy: Policy, project: Path,
                                                   in_home: Path, command: str) -> None:
     assert _decide(policy, command, project) == "abstain", command
+
+
+# A command that acts on a directory recursively acts on everything under it.
+RECURSIVE_READS = [
+    "grep -r top-secret .", "grep -R KEY", "grep -rn DB app", "egrep -ri key .",
+    "grep -d recurse KEY .", "grep -rn --include='.e*' KEY .",
+    "tar cf - . | tar xOf -", "tar cf - app | tar xOf -",
+    "zip -qr -0 - . | tr -cd '[:print:]\\n'",
+    "mkdir -p ../empty && diff -rN . ../empty",
+    "cp -r . ../copy && grep -h KEY ../copy/*.txt ../copy/.e* 2>/dev/null",
+    "cp -a app ../copy2 && cat ../copy2/.e*",
+]
+
+
+@pytest.mark.parametrize("command", RECURSIVE_READS)
+def test_a_recursive_read_of_a_tree_holding_a_protected_file_is_denied(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+@pytest.mark.parametrize("command", [
+    "rm -rf .github", "rm -r -f -- .github", "mv .github ../gone", "chmod -R 000 .github",
+    "rm -r ./.github/../.github", "rm -R ~+",
+])
+def test_a_recursive_write_over_a_protected_file_is_denied(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    workflow = project / ".github" / "workflows" / "ci.yml"
+    workflow.parent.mkdir(parents=True)
+    workflow.write_text("on: push\n")
+    assert _decide(policy, command, project) == "deny", command
+    before = workflow.stat()
+    _run(command, project, in_home)
+    try:
+        after = workflow.stat()
+        changed = (after.st_mode, after.st_ino) != (before.st_mode, before.st_ino)
+    except OSError:
+        changed = True
+    assert changed, command
+
+
+@pytest.mark.parametrize("command", [
+    "grep -rn TODO src", "grep -rn --include='*.py' print .", "grep -r --include=*.py x",
+    "chmod -R go-w build", "mv build dist", "tar czf ../src.tgz src", "zip -qr ../src.zip src",
+    "cp -r src ../lib", "mv src lib", "chmod -R u+w src", "mkdir -p ../b && rsync -a src/ ../b/",
+    "diff -r src src", "cp -r src/. ../x", "grep -r print src/*.py",
+])
+def test_recursive_commands_over_trees_without_protected_files_are_not_denied(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    (project / "build").mkdir()
+    (project / "build" / "out.o").write_text("o\n")
+    assert _decide(policy, command, project) == "abstain", command
+
+
+def test_a_recursive_read_is_left_to_the_os_sandbox_in_a_sandboxed_session(
+        policy: Policy, project: Path, in_home: Path) -> None:
+    call = ToolCall("Bash", {"command": "grep -r KEY ."}, cwd=str(project))
+    assert decide(policy, call, sandboxed=True).kind == "abstain"
+    assert decide(policy, call).kind == "deny"

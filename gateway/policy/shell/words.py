@@ -47,6 +47,10 @@ class Word:
     leading dot and whose `**` is any number of directories, relative to the command's
     directory unless absolute."""
 
+    tree: bool = False
+    """Everything under a directory the command acts on recursively (`grep -r x DIR`,
+    `rm -rf DIR`): the names that exist there now, its own pattern `DIR/**`."""
+
     plain_names: bool = False
     """A glob known to expand only to plain names besides its own text: none begins with
     '-' (an option) or '|', '<', '>', '+', a blank, nor ends with '|' (perl's two-argument
