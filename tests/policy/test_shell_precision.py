@@ -495,3 +495,25 @@ def test_a_recursive_read_is_left_to_the_os_sandbox_in_a_sandboxed_session(
     call = ToolCall("Bash", {"command": "grep -r KEY ."}, cwd=str(project))
     assert decide(policy, call, sandboxed=True).kind == "abstain"
     assert decide(policy, call).kind == "deny"
+
+
+@pytest.mark.parametrize("command", [
+    'echo "$(<.env)"', "echo $(< app/.env)", 'x=$(<.env); echo "$x"', 'echo "k: $(< ./.env)"',
+    "git diff --no-index /dev/null .env", "git -C . diff --no-index a.txt app/.env",
+    "git blame .env", "git log -p --all -- app/.env; git diff --cached .env",
+])
+def test_reads_by_substitution_or_git_path_are_denied(policy: Policy, project: Path,
+                                                     in_home: Path, command: str) -> None:
+    _setup("git init -q . && git add -A && git commit -qm one" if "git" in command else "",
+           project, in_home)
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+@pytest.mark.parametrize("command", [
+    "echo $(<a.txt)", "git diff HEAD~1 --stat", "git log --oneline -5", "git show HEAD",
+    "git blame src/main.py", "git diff --no-index a.txt src/main.py", "git log -n 3",
+])
+def test_substitution_and_git_reads_of_other_files_are_not_denied(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command

@@ -525,8 +525,11 @@ def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
             path = text.split(":", 1)[1]
             if path:
                 found.append(("read", Word(path, dynamic=word.dynamic)))
-        elif after_dashdash or sub in ("add", "rm", "mv", "apply", "am", "hash-object"):
-            found.append((mode, _pattern(word)))  # a pathspec: git matches globs itself
+        elif after_dashdash or mode == "read" or sub in ("rm", "mv"):
+            # A pathspec (git matches globs itself). Before `--` an operand of a reading
+            # subcommand that names no revision is a path (`git diff .env`, `git blame .env`,
+            # `git diff --no-index x .env`).
+            found.append((mode, _pattern(word)))
     return found
 
 

@@ -508,6 +508,11 @@ class _Walker:
                     self.visit(child, via, depth, feed)
             if bound and not (depth == 0 and self.top_level(node)):
                 self.variables.dominated.discard(bound)  # the loop itself may not run
+        elif kind == "file_redirect":
+            # A redirect with no command: `$(< f)` (bash reads f: `$(cat f)`), `< f` alone
+            redirect, _ = self.file_redirect(node, via, depth, feed)
+            if redirect is not None:
+                self.redirect_access(redirect, "$(<)")
         elif kind == "while_statement":
             before = set(self.variables.dominated)
             self.children(node, via, depth, feed)
