@@ -517,3 +517,22 @@ def test_reads_by_substitution_or_git_path_are_denied(policy: Policy, project: P
 def test_substitution_and_git_reads_of_other_files_are_not_denied(
         policy: Policy, project: Path, in_home: Path, command: str) -> None:
     assert _decide(policy, command, project) == "abstain", command
+
+
+@pytest.mark.parametrize("command", [
+    "cp .env{,.bak} && cat .env.bak", "mv app/.env{,.txt} && cat app/.env.txt",
+    "cp {.env,notes} && cat notes", "cp .en{v,} && cat .en",
+])
+def test_brace_expansion_makes_the_words_programs_get(policy: Policy, project: Path,
+                                                     in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+@pytest.mark.parametrize("command", [
+    "cp a.txt{,.bak}", "mkdir -p src/{a,b}", "cp src/main.py{,.orig}", "touch f{1..3}.txt",
+    "mv a.txt{,.old}",
+])
+def test_brace_expansion_of_other_files_is_not_denied(policy: Policy, project: Path,
+                                                      in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command

@@ -31,7 +31,7 @@ from gateway.policy.shell.argv import SPECS, Invocation, analyze, normalize_name
 from gateway.policy.shell.evaluation import NAME_TAKING, EvalHazards
 from gateway.policy.shell.files import DISK, Files, resolve
 from gateway.policy.shell.fileuse import CHANGES_ONLY, creates_unknown_names, file_uses
-from gateway.policy.shell.globs import GLOB_CHARS, is_glob, options_set
+from gateway.policy.shell.globs import GLOB_CHARS, alternatives, is_glob, is_pattern, options_set
 from gateway.policy.shell.interp.programs import (
     INTERPRETERS,
     OPAQUE_LANGUAGES,
@@ -909,6 +909,7 @@ class _Walker:
     def file_uses(self, name: str, words: Sequence[Word], text: str) -> None:
         if name in _SCRIPT_RUNNERS:
             return  # their script is recorded where it is read
+        words = _brace_expanded(words)
         uses = file_uses(name, words)
         if uses is None:
             # An unknown program: any argument may be a file it opens.
@@ -1561,6 +1562,22 @@ def _replace_access(access: Access, **changes: object) -> Access:
     from dataclasses import replace
 
     return replace(access, **(changes or {"possible": True}))  # type: ignore[arg-type]
+
+
+def _brace_expanded(words: Sequence[Word]) -> Sequence[Word]:
+    """The words as bash's brace expansion makes them, before anything else: `cp .env{,.bak}`
+    is `cp .env .env.bak`, two operands, a source read."""
+    if not any(w.globby and "{" in w.text and not w.dynamic for w in words[1:]):
+        return words
+    out = [words[0]]
+    for word in words[1:]:
+        found = alternatives(word.text) if word.globby and not word.dynamic else None
+        if found is None or found == [word.text]:
+            out.append(word)
+            continue
+        out.extend(_replace_word(word, text=alt, globby=is_pattern(alt), plain_names=False)
+                   for alt in found)
+    return out
 
 
 def _replace_word(word: Word, **changes: object) -> Word:
