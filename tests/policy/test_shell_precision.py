@@ -536,3 +536,28 @@ def test_brace_expansion_makes_the_words_programs_get(policy: Policy, project: P
 def test_brace_expansion_of_other_files_is_not_denied(policy: Policy, project: Path,
                                                       in_home: Path, command: str) -> None:
     assert _decide(policy, command, project) == "abstain", command
+
+
+@pytest.mark.parametrize(("setup", "command"), [
+    ("git add -A && git commit -qm one", "git rm -r -q .github"),
+    ("", "git clean -fdqx"), ("", "git clean -fd -- .github"),
+])
+def test_git_removing_a_tree_over_a_protected_file_is_denied(
+        policy: Policy, project: Path, in_home: Path, setup: str, command: str) -> None:
+    workflow = project / ".github" / "workflows" / "ci.yml"
+    workflow.parent.mkdir(parents=True)
+    workflow.write_text("on: push\n")
+    _setup(f"git init -q . {'&& ' + setup if setup else ''}", project, in_home)
+    assert _decide(policy, command, project) == "deny", command
+    _run(command, project, in_home)
+    assert not workflow.exists(), command
+
+
+@pytest.mark.parametrize("command", [
+    "git rm -r --cached .github", "git clean -n", "git clean -fd src", "git rm -r src",
+])
+def test_git_over_other_trees_or_without_removing_is_not_denied(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    (project / ".github" / "workflows").mkdir(parents=True)
+    (project / ".github" / "workflows" / "ci.yml").write_text("on: push\n")
+    assert _decide(policy, command, project) == "abstain", command

@@ -219,7 +219,7 @@ def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | Non
     if name == "dd":
         return _dd(words)
     if name == "git":
-        return _git(words)
+        return _git_trees(_git(words), words)
     use = FILE_USES.get(name)
     if use is None:
         return None
@@ -530,6 +530,24 @@ def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
             # subcommand that names no revision is a path (`git diff .env`, `git blame .env`,
             # `git diff --no-index x .env`).
             found.append((mode, _pattern(word)))
+    return found
+
+
+def _git_trees(found: list[tuple[Mode, Word]], words: Sequence[Word]
+               ) -> list[tuple[Mode, Word]]:
+    """`git rm -r DIR` removes everything under DIR (but with --cached); `git clean` the
+    untracked files under its pathspecs, or the whole working tree, ignored files too with -x
+    (but with -n)."""
+    texts = [w.text for w in words[1:]]
+    sub = next((t for t in texts if not t.startswith("-")), "")
+    if sub == "rm" and "--cached" not in texts and any(t in ("-r", "--recursive") or (
+            t.startswith("-") and not t.startswith("--") and "r" in t[1:]) for t in texts):
+        return found + [(mode, _tree(w)) for mode, w in found if not w.dynamic]
+    if sub == "clean" and not any(t in ("--dry-run", "-n") or (
+            t.startswith("-") and not t.startswith("--") and "n" in t[1:]) for t in texts):
+        after = texts[texts.index("clean") + 1:]
+        paths = [w for w in words[len(words) - len(after):] if not w.text.startswith("-")]
+        return found + [("write", _tree(w)) for w in paths or [Word(".")] if not w.dynamic]
     return found
 
 
