@@ -378,13 +378,18 @@ def test_run_no_attempt_leaks_and_ordinary_commands_run(project: Project,
 def test_a_policy_without_the_key_is_decided_by_the_hook_alone(sandbox: Sandbox,
                                                                scripted: Scripted) -> None:
     project = make_project(sandbox, required=False)
-    attempts = ["cat $(echo .e)nv", "cat \"$(printf '%s' .env)\"", "cat .env"]
+    attempts = ["cat $(echo .e)nv", "cat \"$(printf '%s' .env)\"", "cat .env",
+                # what acts on a whole tree, brace expansion, $(< f), git's paths
+                "grep -r TOKEN .", "tar cf - . | tar xOf -", "echo \"$(<.env)\"",
+                "cp .env{,.bak} && cat .env.bak", "git diff --no-index /dev/null .env",
+                "chmod -R 000 .github", "mv .github gh2"]
     server = scripted({"responses": [_bash(attempts, "n", "prompt"),
                                      {"when": "tool_result", "text": "done"}]})
     out = gateway_run(sandbox, "look", "--policy", str(project.policy),
                       "--allowed-tools", "Bash")
     assert out.returncode == 0, out.stderr[-2000:]
     assert_no_marker(project, out, server)
+    project.assert_nothing_guarded_changed()
     records = _decisions(sandbox.gateway_home)
     for i in range(len(attempts)):
         record = records[f"toolu_n{i:02d}"]
