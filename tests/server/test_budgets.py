@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from gateway.budgets.ledger import Ledger, MemoryLedger
+from gateway.budgets.request import FRAMING_TOKENS
 from gateway.budgets.limits import Limit, window_of
 from gateway.budgets.redis_ledger import RedisLedger
 from gateway.server.auth import Caller, TokenTable
@@ -89,10 +90,11 @@ async def committed(gate: BudgetGate, team: str) -> int:
 async def test_over_budget_refused_before_any_upstream_call(
     make_client: AppFactory, tmp_path: Path, upstream: ScriptedServer
 ) -> None:
-    # Each call holds ~2.1 mUSD (a 100-byte body, 100 output tokens) and costs 5.64 mUSD
-    # (the scripted usage): with a budget of 1 cent the third finds 11.28 mUSD spent.
+    # Each call holds the most it can cost, ~11 mUSD (its bytes and the API's framing as
+    # tokens at the 1-hour cache write price, and 100 output tokens), and costs 5.64 mUSD
+    # (the scripted usage): with a budget of 2 cents the third finds 11.28 mUSD spent.
     clock = Clock()
-    client, gate = await app_with_gate(make_client, tmp_path, upstream.url, table(0.01),
+    client, gate = await app_with_gate(make_client, tmp_path, upstream.url, table(0.02),
                                        clock=clock)
     statuses, messages = [], []
     for _ in range(3):
@@ -105,8 +107,19 @@ async def test_over_budget_refused_before_any_upstream_call(
     assert len(upstream.requests) == 2  # the refused one never left the gateway
     error = json.loads(messages[2])["error"]
     assert error["type"] == "billing_error"
+    size = len(json.dumps(request_body()).encode())
+    hold = (size + FRAMING_TOKENS) * 8000 + 100 * 20000
     assert error["message"] == (
-        "agent-gateway: team team-a is over its budget of $0.01 a day ($0.01128 spent). "
+        "agent-gateway: team team-a has $0.00872 left of its budget of $0.02 a day, and this "
+        f"call may cost up to ${hold / USD:.6f} ($0.01128 spent). "
+        "The budget resets at 2027-01-16 00:00 UTC."
+    ).replace(f"${hold / USD:.6f}", f"${hold / USD:.6f}".rstrip("0"))
+    # spent past the budget (a run's cost, say): the message says so
+    (counter,) = gate.counters("team-a", gate.budgets["team-a"], None)
+    await gate.ledger.settle("a-run", [counter], 10_000_000, gate.clock())
+    resp = await client.post("/v1/messages", json=request_body(), headers=A)
+    assert (await resp.json())["error"]["message"] == (
+        "agent-gateway: team team-a is over its budget of $0.02 a day ($0.02128 spent). "
         "The budget resets at 2027-01-16 00:00 UTC."
     )
     # team B and a team without a budget are not affected
