@@ -275,3 +275,49 @@ async def test_a_remote_run_of_a_team_over_budget_is_refused(
                              headers=A)
     assert resp.status == 402
     assert "team team-a is over its budget" in (await resp.json())["error"]
+
+
+def per_model_table(model_usd: float) -> TokenTable:
+    return TokenTable({"tok-a": Caller("team-a", budget=(
+        Limit(10 * USD, "day"), Limit(round(model_usd * USD), "day", "claude-opus-5-5"),
+    ))})
+
+
+async def test_a_per_model_limit_applies_to_the_model_the_api_bills(
+    make_client: AppFactory, tmp_path: Path, upstream: ScriptedServer
+) -> None:
+    # A dated id is the same model to the API, and to its price and its limit.
+    client, gate = await app_with_gate(make_client, tmp_path, upstream.url,
+                                       per_model_table(0.001))
+    resp = await client.post("/v1/messages", json=request_body(model="claude-opus-5-5-20261101"),
+                             headers=A)
+    assert resp.status == 402
+    assert "of its budget of $0.001 a day for claude-opus-5-5" in (await resp.json())["error"][
+        "message"]
+    client, gate = await app_with_gate(make_client, tmp_path, upstream.url, per_model_table(1))
+    resp = await client.post("/v1/messages", json=request_body(model="claude-opus-5-5@20261101"),
+                             headers=A)
+    assert resp.status == 200
+    await resp.read()
+    await drain(gate)
+    counters = gate.counters("team-a", gate.budgets["team-a"], "claude-opus-5-5")
+    assert len(counters) == 2
+    assert [s.committed for s in await gate.ledger.standings(counters, gate.clock())] == [ONE] * 2
+
+
+@pytest.mark.parametrize("body", [
+    # which "model" the API reads is not certain: the body is refused, not guessed at
+    b'{"model":"claude-cheap","max_tokens":100,"messages":[],"model":"claude-opus-5-5"}',
+    b'{"model":"claude-opus-5-5","max_tokens":1,"messages":[],"max_tokens":100000}',
+    b'{"model":"claude-opus-5-5","messages":[]}',
+])
+async def test_a_body_whose_cost_is_not_certain_is_refused_for_a_budgeted_team(
+    make_client: AppFactory, tmp_path: Path, upstream: ScriptedServer, body: bytes
+) -> None:
+    client, _ = await app_with_gate(make_client, tmp_path, upstream.url, per_model_table(1))
+    resp = await client.post("/v1/messages", data=body,
+                             headers={**A, "Content-Type": "application/json"})
+    error = (await resp.json())["error"]
+    assert resp.status == 400 and error["type"] == "invalid_request_error", error
+    assert error["message"].startswith("agent-gateway: ")
+    assert not upstream.requests
