@@ -109,7 +109,11 @@ def test_two_replicas_enforce_one_budget_and_report_it(
             OTEL_METRICS_EXPORTER="prometheus,otlp", OTEL_METRIC_EXPORT_INTERVAL="300",
             OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=receiver.endpoint + "/v1/metrics",
         )
-        replicas = Replicas(sandbox, tmp_path, upstream.url, redis.url, env)
+        # The opt-in overshoot mode (docs/metrics.md): Claude Code asks for 128,000 max_tokens,
+        # $2.56 of Opus output, which the default holds whole; these budgets are about sharing
+        # counters between replicas, with sessions that cost cents.
+        replicas = Replicas(sandbox, tmp_path, upstream.url, redis.url, env,
+                            args=("--reserve-output-tokens", "4096"))
         try:
             # Each full session costs $0.40648; team A has $1.00 a day.
             first = replicas.session(sandbox, 0, "tok-a")
@@ -257,7 +261,8 @@ def test_the_budget_resets_at_the_window_boundary(
     policy.write_text(POLICY)
     tokens = TokenTable({"tok-a": Caller("team-a", budget=(Limit(400_000_000, "day"),))})
     clock = Clock()
-    gate = BudgetGate(RedisLedger(redis.url), PRICES, tokens.budgets(), clock=clock)
+    gate = BudgetGate(RedisLedger(redis.url), PRICES, tokens.budgets(), clock=clock,
+                      reserve_output_tokens=4096)  # the opt-in overshoot mode, as above
     service = GatewayService([str(policy)], owners=RedisSessionOwners(redis.url), gate=gate,
                              workers=1)
     config = ServeConfig(policy_paths=[str(policy)], upstream=upstream.url, tokens=tokens)
