@@ -7,13 +7,13 @@ from datetime import UTC, datetime
 import pytest
 
 from gateway.budgets.estimate import reservation
+from gateway.budgets.limits import Limit, parse_budget, usd, window_of
 from gateway.budgets.request import (
     FRAMING_TOKENS,
     IMAGE_TOKENS,
     UnreadableRequest,
     call_shape,
 )
-from gateway.budgets.limits import Limit, parse_budget, usd, window_of
 from gateway.errors import ConfigError
 from gateway.telemetry.pricing import Usage, load_price_table
 

@@ -1,10 +1,11 @@
 """Team budgets under load and under a failing store, with the real Claude Code.
 
 Twenty sessions of one team start at once through two replicas, against a budget that fits
-about five holds (the default: the most each call can cost): at every request the API receives, committed spend plus open holds
-are within the budget; at the end the counter is the priced responses, exactly, and no hold
-is left. Again with Redis answering slowly and sometimes not in time. Then Redis stops in
-the middle of a session: fail_closed refuses its next model call with the reason, fail_open
+about five holds (the default: the most each call can cost): at every request the API
+receives, committed spend plus open holds are within the budget; at the end the counter is
+the priced responses, exactly, and no hold is left. Again with Redis answering slowly and
+sometimes not in time. Then Redis stops in the middle of a session: fail_closed refuses its
+next model call with the reason, fail_open
 lets it through with a log line and a metric.
 """
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from gateway.budgets.ledger import Ledger, MemoryLedger
-from gateway.budgets.request import FRAMING_TOKENS
 from gateway.budgets.limits import Limit, window_of
 from gateway.budgets.redis_ledger import RedisLedger
+from gateway.budgets.request import FRAMING_TOKENS
 from gateway.server.auth import Caller, TokenTable
 from gateway.server.budget_gate import BudgetGate
 from gateway.server.owners import LocalSessionOwners
