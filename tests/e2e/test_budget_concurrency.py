@@ -5,8 +5,7 @@ about five holds (the default: the most each call can cost): at every request th
 receives, committed spend plus open holds are within the budget; at the end the counter is
 the priced responses, exactly, and no hold is left. Again with Redis answering slowly and
 sometimes not in time. Then Redis stops in the middle of a session: fail_closed refuses its
-next model call with the reason, fail_open
-lets it through with a log line and a metric.
+next model call with the reason, fail_open lets it through with a log line and a metric.
 """
 
 from __future__ import annotations
