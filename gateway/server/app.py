@@ -186,13 +186,8 @@ async def _budgeted(request: web.Request, upload: Upload) -> web.StreamResponse:
         return await request.app[PROXY].handle(request, upload)
     # The hold is the most the call can cost: its model, max_tokens (Claude Code writes it
     # after the conversation) and size are read from the whole body before anything is sent.
-    raw = await upload.buffer()
-    encoding = request.headers.get("Content-Encoding", "")
     try:
-        if encoding or len(raw) > PARSE_INLINE:
-            shape = await service.offload(read_call_shape, raw, encoding)
-        else:
-            shape = read_call_shape(raw, encoding)
+        shape = await _call_shape(request, upload)
     except UnreadableRequest as exc:
         return anthropic_error(400, "invalid_request_error", f"agent-gateway: {exc}")
     outcome = await service.gate.reserve(caller, shape)
@@ -203,6 +198,16 @@ async def _budgeted(request: web.Request, upload: Upload) -> web.StreamResponse:
         )
         return anthropic_error(REFUSAL_STATUS, REFUSAL_TYPE, outcome.message)
     return await request.app[PROXY].handle(request, upload, outcome)
+
+
+async def _call_shape(request: web.Request, upload: Upload) -> CallShape:
+    """Reads the whole body (kept by `upload` to be forwarded; this copy is not kept)."""
+    raw = await upload.buffer()
+    encoding = request.headers.get("Content-Encoding", "")
+    if encoding or len(raw) > PARSE_INLINE:
+        shape: CallShape = await request.app[SERVICE].offload(read_call_shape, raw, encoding)
+        return shape
+    return read_call_shape(raw, encoding)
 
 
 def read_call_shape(raw: bytes, encoding: str) -> CallShape:

@@ -223,6 +223,21 @@ async def test_a_client_that_leaves_is_charged_what_upstream_billed(
         assert "Traceback" not in gateway.log_text()
 
 
+async def test_a_client_that_leaves_a_large_body_midway_is_charged_what_upstream_billed(
+    tmp_path: Path, redis: RedisServer
+) -> None:
+    with BillingUpstream(text_bytes=5 * 1024 * 1024) as upstream, Gateway(
+        tmp_path, redis, upstream.url, usd=3.0
+    ) as gateway:
+        reader, writer = await raw_request(gateway.url(), body(False))
+        await read_until(reader, b'"text": "xxxx')  # the body has begun: its usage is at the end
+        writer.close()
+        await wait_for(lambda: len(upstream.billed_usage()) == 1)
+        await asyncio.to_thread(gateway.settled)
+        assert gateway.spent() == price(upstream.billed_usage()) == COST
+        assert "Traceback" not in gateway.log_text()
+
+
 async def test_a_stream_outlives_its_holds_first_lease(
     tmp_path: Path, redis: RedisServer
 ) -> None:
