@@ -223,7 +223,8 @@ class BudgetGate:
 
     async def check(self, caller: Caller, model: str | None = None) -> Refusal | None:
         """Before a remote run starts: a refusal when a counter that applies is used up."""
-        counters = self.counters(caller.name, caller.budget, model)
+        counters = self.counters(caller.name, caller.budget,
+                                 self.prices.canonical(model) if model else None)
         if not counters:
             return None
         try:
