@@ -54,6 +54,8 @@ MESSAGES_BODY_TIMEOUT_S = 120.0
 """A Messages API body (at most 32 MiB) must arrive whole within this."""
 PARSE_INLINE = 64 * 1024
 """Bodies up to this size are decoded and parsed on the loop; larger ones in a thread."""
+PARSE_IN_PROCESS = 1024 * 1024
+"""A budgeted request body larger than this is parsed in a process (about 20 ms of GIL a MiB)."""
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 log = logging.getLogger("gateway.server")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -204,10 +206,15 @@ async def _call_shape(request: web.Request, upload: Upload) -> CallShape:
     """Reads the whole body (kept by `upload` to be forwarded; this copy is not kept)."""
     raw = await upload.buffer()
     encoding = request.headers.get("Content-Encoding", "")
-    if encoding or len(raw) > PARSE_INLINE:
-        shape: CallShape = await request.app[SERVICE].offload(read_call_shape, raw, encoding)
-        return shape
-    return read_call_shape(raw, encoding)
+    service = request.app[SERVICE]
+    shape: CallShape
+    if len(raw) > PARSE_IN_PROCESS:  # a thread would hold the GIL, and the loop, for long
+        shape = await service.offload_cpu(read_call_shape, raw, encoding)
+    elif encoding or len(raw) > PARSE_INLINE:
+        shape = await service.offload(read_call_shape, raw, encoding)
+    else:
+        shape = read_call_shape(raw, encoding)
+    return shape
 
 
 def read_call_shape(raw: bytes, encoding: str) -> CallShape:

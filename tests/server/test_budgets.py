@@ -321,3 +321,27 @@ async def test_a_body_whose_cost_is_not_certain_is_refused_for_a_budgeted_team(
     assert resp.status == 400 and error["type"] == "invalid_request_error", error
     assert error["message"].startswith("agent-gateway: ")
     assert not upstream.requests
+
+
+async def test_a_large_body_is_read_in_a_process_and_priced_or_refused(
+    make_client: AppFactory, tmp_path: Path, upstream: ScriptedServer
+) -> None:
+    # Over 1 MiB, a budgeted request is parsed in a process of its own (a thread would hold
+    # the GIL, and so the event loop): its hold and its refusals are the same.
+    client, gate = await app_with_gate(make_client, tmp_path, upstream.url, table(1.0))
+    big = {**request_body(), "messages": [{"role": "user", "content": "x" * (2 << 20)}]}
+    resp = await client.post("/v1/messages", json=big, headers=A)
+    message = (await resp.json())["error"]["message"]
+    assert resp.status == 402 and "this call may cost up to $16.7" in message  # 2 MiB at $8/M
+    client, gate = await app_with_gate(make_client, tmp_path, upstream.url, table(20.0))
+    resp = await client.post("/v1/messages", json=big, headers=A)
+    assert resp.status == 200
+    await resp.read()
+    await drain(gate)
+    assert await committed(gate, "team-a") == ONE
+    twice = json.dumps(big).encode()[:-1] + b', "model": "claude-cheap"}'
+    resp = await client.post("/v1/messages", data=twice,
+                             headers={**A, "Content-Type": "application/json"})
+    error = (await resp.json())["error"]
+    assert resp.status == 400 and "gives 'model' twice" in error["message"]
+    assert len(upstream.requests) == 1
