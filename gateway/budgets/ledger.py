@@ -1,13 +1,20 @@
 """Where budget counters live: the protocol, and the in-process store.
 
 A counter is one limit of one team in one window. It holds committed spend (settled
-responses) and open holds (reservations of requests in flight), each hold with an expiry so
-that a replica that dies mid-request cannot leak it. All amounts are nano-dollars.
+responses) and open holds (reservations of requests in flight). All amounts are nano-dollars.
+
+Each hold is a lease: it expires unless the replica serving its call renews it (`renew`,
+from that replica's heartbeat). A hold whose lease ran out belongs to a replica that died or
+lost the store: whoever next reads the counter charges it, at the amount held (the most the
+call could cost), and remembers it; if its replica was alive after all, its settle adds what
+the call cost beyond the hold, if anything. So a killed replica's calls are charged within a
+lease, by the survivors, and never less than they could have cost.
 
 `reserve` is atomic across the counters it names: either every counter takes the hold, or
 none does and the verdict names the first that would overflow. `settle` replaces a hold by
 the priced actual; it is idempotent per hold id, so a settle retried after a timeout never
-charges twice.
+charges twice. A settle of a hold never taken (a call forwarded unchecked, a run's cost)
+adds the actual.
 """
 
 from __future__ import annotations
@@ -78,8 +85,14 @@ class Ledger(Protocol):
     """True when every replica sees the same counters."""
 
     async def reserve(
-        self, hold_id: str, counters: Sequence[Counter], amount: int, now: float, hold_s: float
+        self, hold_id: str, counters: Sequence[Counter], amount: int, now: float, lease_s: float
     ) -> Verdict: ...
+
+    async def renew(
+        self, holds: Sequence[tuple[str, Sequence[Counter]]], now: float, lease_s: float
+    ) -> int:
+        """Extends each hold still open to `now + lease_s`; returns how many were."""
+        ...
 
     async def settle(
         self, hold_id: str, counters: Sequence[Counter], actual: int, now: float
@@ -97,12 +110,24 @@ class _Count:
     committed: int = 0
     holds: dict[str, tuple[int, float]] = field(default_factory=dict)
     """hold id -> (amount, expires at)"""
+    expired: dict[str, int] = field(default_factory=dict)
+    """hold id -> amount charged when its lease ran out"""
 
     def standing(self, now: float) -> Standing:
-        for hold_id, (_, expires) in list(self.holds.items()):
+        for hold_id, (amount, expires) in list(self.holds.items()):
             if expires <= now:
                 del self.holds[hold_id]
+                self.expired[hold_id] = amount
+                self.committed += amount
         return Standing(self.committed, sum(amount for amount, _ in self.holds.values()))
+
+    def settle(self, hold_id: str, actual: int) -> None:
+        if self.holds.pop(hold_id, None) is not None:
+            self.committed += actual
+        elif hold_id in self.expired:
+            self.committed += max(0, actual - self.expired.pop(hold_id))
+        else:
+            self.committed += actual
 
 
 class MemoryLedger:
@@ -117,7 +142,7 @@ class MemoryLedger:
         self._settled: dict[str, float] = {}
 
     async def reserve(
-        self, hold_id: str, counters: Sequence[Counter], amount: int, now: float, hold_s: float
+        self, hold_id: str, counters: Sequence[Counter], amount: int, now: float, lease_s: float
     ) -> Verdict:
         self._forget(now)
         counts = [self._counts.setdefault(c.key, _Count()) for c in counters]
@@ -128,8 +153,23 @@ class MemoryLedger:
             if standing.committed + standing.held + amount > counter.budget:
                 return Verdict(counter, standing)
         for count in counts:
-            count.holds[hold_id] = (amount, now + hold_s)
+            count.holds[hold_id] = (amount, now + lease_s)
         return Verdict()
+
+    async def renew(
+        self, holds: Sequence[tuple[str, Sequence[Counter]]], now: float, lease_s: float
+    ) -> int:
+        renewed = 0
+        for hold_id, counters in holds:
+            for counter in counters:
+                count = self._counts.get(counter.key)
+                if count is None:
+                    continue
+                count.standing(now)
+                if hold_id in count.holds:
+                    count.holds[hold_id] = (count.holds[hold_id][0], now + lease_s)
+                    renewed += 1
+        return renewed
 
     async def settle(
         self, hold_id: str, counters: Sequence[Counter], actual: int, now: float
@@ -138,8 +178,7 @@ class MemoryLedger:
         self._settled.setdefault(hold_id, now + KEY_GRACE_S)
         counts = [self._counts.setdefault(c.key, _Count()) for c in counters]
         for count in counts if first else ():
-            count.holds.pop(hold_id, None)
-            count.committed += actual
+            count.settle(hold_id, actual)
         return [count.standing(now) for count in counts]
 
     async def standings(self, counters: Sequence[Counter], now: float) -> list[Standing]:
@@ -155,7 +194,8 @@ class MemoryLedger:
         """Drop counters of windows long gone, and old settle marks."""
         if len(self._settled) > 100_000:
             self._settled = {k: t for k, t in self._settled.items() if t > now}
-        stale = [k for k, c in self._counts.items() if not c.holds and c.committed == 0]
+        stale = [k for k, c in self._counts.items()
+                 if not c.holds and not c.expired and c.committed == 0]
         for key in stale[:1000]:
             del self._counts[key]
 

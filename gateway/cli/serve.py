@@ -48,7 +48,9 @@ class ServeArgs:
     redis_url: str | None = None
     budget_fail_open: bool = False
     redis_timeout_s: float = 2.0
-    reserve_output_tokens: int = 4096
+    reserve_output_tokens: int | None = None
+    budget_lease_s: float = 30.0
+    max_stream_s: float = 3600.0
     trace_idle_timeout_s: float = 1800.0
     idle_timeout_s: float = IDLE_TIMEOUT_S
 
@@ -81,8 +83,14 @@ def serve_command(args: ServeArgs) -> int:
     if not args.redis_timeout_s > 0:
         print(f"{prog}: error: --redis-timeout must be a positive number", file=sys.stderr)
         return 2
-    if args.reserve_output_tokens < 1:
+    if args.reserve_output_tokens is not None and args.reserve_output_tokens < 1:
         print(f"{prog}: error: --reserve-output-tokens must be at least 1", file=sys.stderr)
+        return 2
+    if not args.budget_lease_s > 0:
+        print(f"{prog}: error: --budget-lease must be a positive number", file=sys.stderr)
+        return 2
+    if not args.max_stream_s > 0:
+        print(f"{prog}: error: --max-stream-seconds must be a positive number", file=sys.stderr)
         return 2
     if not args.trace_idle_timeout_s > 0:
         print(f"{prog}: error: --trace-idle-timeout must be a positive number", file=sys.stderr)
@@ -136,6 +144,7 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
         upstream=args.upstream,
         tokens=tokens,
         metrics_token=metrics_token(),
+        max_stream_s=args.max_stream_s,
     )
     secrets = _secrets(tokens, config, shared_redis)
     # While this process has one thread: the decision workers' forkserver and multiprocessing's
@@ -276,6 +285,7 @@ def _budget_gate(
         budgets,
         fail_open=args.budget_fail_open,
         reserve_output_tokens=args.reserve_output_tokens,
+        lease_s=args.budget_lease_s,
         metrics=metrics,
     )
 
@@ -342,12 +352,31 @@ def add_parser(sub: Subcommands) -> None:
     serve.add_argument(
         "--reserve-output-tokens",
         type=int,
-        default=4096,
+        default=None,
         metavar="N",
-        help="output tokens reserved per model call against its team's budget: "
-        "min(max_tokens, N) at the output price (default 4096); a response's output beyond "
-        "it is what a budget can be overshot by",
-)
+        help="opt-in overshoot: hold min(max_tokens, N) output tokens per model call against "
+        "its team's budget instead of all of max_tokens (the default, which no call can "
+        "overshoot); the output of calls in flight beyond N is what a budget can then be "
+        "overshot by",
+    )
+    serve.add_argument(
+        "--budget-lease",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="a call's budget hold is renewed by this replica every third of SECONDS; a hold "
+        "not renewed for SECONDS (its replica died) is charged at the amount held by the "
+        "surviving replicas (default 30)",
+    )
+    serve.add_argument(
+        "--max-stream-seconds",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="the longest a proxied model call may run, request to last byte: past it the "
+        "call is cut (and charged as a cut stream: its input and all of max_tokens; "
+        "default 3600)",
+    )
     serve.add_argument(
         "--trace-idle-timeout",
         dest="trace_idle_timeout",
@@ -398,6 +427,8 @@ def run(args: argparse.Namespace) -> int:
             redis_url=args.redis_url,
             budget_fail_open=args.budget_failure == "fail_open",
             reserve_output_tokens=args.reserve_output_tokens,
+            budget_lease_s=args.budget_lease,
+            max_stream_s=args.max_stream_seconds,
             redis_timeout_s=args.redis_timeout,
             trace_idle_timeout_s=args.trace_idle_timeout,
             idle_timeout_s=args.idle_timeout,

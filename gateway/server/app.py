@@ -12,6 +12,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from gateway.budgets.request import CallShape, UnreadableRequest, call_shape
 from gateway.errors import one_line
 from gateway.hookio.events import is_hook_event, spelled_like
 from gateway.server.auth import (
@@ -22,10 +23,10 @@ from gateway.server.auth import (
     identify,
     scraper_allowed,
 )
-from gateway.server.bodies import BodyError, JSONBody, parse_object, read_limited
+from gateway.server.bodies import BodyError, JSONBody, decode, parse_object, read_limited
 from gateway.server.budget_gate import REFUSAL_STATUS, REFUSAL_TYPE, Refusal
 from gateway.server.proxy import (
-    PARSE_REQUEST_MAX,
+    DEFAULT_MAX_STREAM_S,
     SESSION_HEADER,
     ExchangeSink,
     Proxy,
@@ -53,6 +54,8 @@ MESSAGES_BODY_TIMEOUT_S = 120.0
 """A Messages API body (at most 32 MiB) must arrive whole within this."""
 PARSE_INLINE = 64 * 1024
 """Bodies up to this size are decoded and parsed on the loop; larger ones in a thread."""
+PARSE_IN_PROCESS = 1024 * 1024
+"""A budgeted request body larger than this is parsed in a process (about 20 ms of GIL a MiB)."""
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 log = logging.getLogger("gateway.server")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -70,6 +73,8 @@ class ServeConfig:
     the series name every team's spend)."""
     content_cap: int | None = DEFAULT_LIMIT
     """What the proxy keeps of each response's content, for content capture (0: nothing)."""
+    max_stream_s: float = DEFAULT_MAX_STREAM_S
+    """The longest a proxied model call may run (serve --max-stream-seconds)."""
 
 
 SERVICE: web.AppKey[GatewayService] = web.AppKey("service", GatewayService)
@@ -126,7 +131,8 @@ def _proxy_ctx(config: ServeConfig, sink: ExchangeSink | None) -> Any:
         async with aiohttp.ClientSession(
             timeout=timeout, connector=connector, auto_decompress=False
         ) as session:
-            proxy = Proxy(config.upstream, session, sink, config.content_cap)
+            proxy = Proxy(config.upstream, session, sink, config.content_cap,
+                          max_stream_s=config.max_stream_s)
             app[PROXY] = proxy
             yield
 
@@ -178,24 +184,42 @@ async def _budgeted(request: web.Request, upload: Upload) -> web.StreamResponse:
     """A model request of a caller who may have a team budget: a hold first, or a refusal."""
     caller = caller_of(request)
     service = request.app[SERVICE]
-    hold = None
-    if service.gate is not None:
-        if caller.budget:
-            # The hold needs the model and max_tokens (the head), and the size, before
-            # anything is forwarded: a body sent without Content-Length is read whole first.
-            await (upload.peek(PARSE_REQUEST_MAX) if upload.length is not None
-                   else upload.buffer())
-        compressed = bool(request.headers.get("Content-Encoding"))
-        outcome = await service.gate.reserve(caller, upload.head, compressed=compressed,
-                                             size=upload.length or upload.size)
-        if isinstance(outcome, Refusal):
-            await service.audit_refusal(
-                MODEL_REQUEST, {"session_id": request.headers.get(SESSION_HEADER, "")}, caller,
-                outcome.message, rule_id=BUDGET_RULE,
-            )
-            return anthropic_error(REFUSAL_STATUS, REFUSAL_TYPE, outcome.message)
-        hold = outcome
-    return await request.app[PROXY].handle(request, upload, hold)
+    if service.gate is None or not caller.budget:
+        return await request.app[PROXY].handle(request, upload)
+    # The hold is the most the call can cost: its model, max_tokens (Claude Code writes it
+    # after the conversation) and size are read from the whole body before anything is sent.
+    try:
+        shape = await _call_shape(request, upload)
+    except UnreadableRequest as exc:
+        return anthropic_error(400, "invalid_request_error", f"agent-gateway: {exc}")
+    outcome = await service.gate.reserve(caller, shape)
+    if isinstance(outcome, Refusal):
+        await service.audit_refusal(
+            MODEL_REQUEST, {"session_id": request.headers.get(SESSION_HEADER, "")}, caller,
+            outcome.message, rule_id=BUDGET_RULE,
+        )
+        return anthropic_error(REFUSAL_STATUS, REFUSAL_TYPE, outcome.message)
+    return await request.app[PROXY].handle(request, upload, outcome)
+
+
+async def _call_shape(request: web.Request, upload: Upload) -> CallShape:
+    """Reads the whole body (kept by `upload` to be forwarded; this copy is not kept)."""
+    raw = await upload.buffer()
+    encoding = request.headers.get("Content-Encoding", "")
+    service = request.app[SERVICE]
+    shape: CallShape
+    if len(raw) > PARSE_IN_PROCESS:  # a thread would hold the GIL, and the loop, for long
+        shape = await service.offload_cpu(read_call_shape, raw, encoding)
+    elif encoding or len(raw) > PARSE_INLINE:
+        shape = await service.offload(read_call_shape, raw, encoding)
+    else:
+        shape = read_call_shape(raw, encoding)
+    return shape
+
+
+def read_call_shape(raw: bytes, encoding: str) -> CallShape:
+    """The request's cost shape, from its decoded body (BodyError: 4xx; UnreadableRequest)."""
+    return call_shape(decode(raw, encoding, MAX_MESSAGES_BODY))
 
 
 async def _metrics(request: web.Request) -> web.Response:

@@ -29,6 +29,9 @@ class BodyError(Exception):
         super().__init__(message)
         self.status = status
 
+    def __reduce__(self) -> tuple[type[BodyError], tuple[int, str]]:
+        return (BodyError, (self.status, str(self)))  # raised in a parsing process too
+
 
 async def read_limited(request: web.Request, limit: int, timeout_s: float) -> bytes:
     """The raw body as sent (still encoded), never buffered past `limit` bytes, whole within

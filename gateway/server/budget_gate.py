@@ -1,10 +1,15 @@
 """Team budgets at the proxy: reserve before forwarding, settle when the response ends.
 
-`reserve` takes a hold of the request's expected cost (budgets/estimate.py) on each of the
-team's counters that apply to the model, atomically; a request that does not fit is refused
-before any upstream call. `Hold.settle(exchange)` replaces the hold by the priced actual once
-the response has ended, failed or been cut off. It runs off the request path and is retried
-until the store answers (settling is idempotent); holds the gateway never settles expire.
+`reserve` takes a hold of the most the request can cost (budgets/estimate.py) on each of the
+team's counters that apply to the model the API will bill, atomically; a request that does not
+fit is refused before any upstream call. `Hold.settle(exchange)` replaces the hold by the
+priced actual once the response has ended, failed or been cut off. It runs off the request
+path and is retried until the store answers (settling is idempotent).
+
+Holds are leases (budgets/ledger.py): this replica's heartbeat renews the holds of its calls in
+flight every third of a lease, so a hold lives as long as its call; the holds of a replica that
+died are charged, at the amount held, by whichever replica reads the counters next (each one
+rereads every team's counters at least once a lease).
 
 Refusals are 402 `billing_error`: measured on Claude Code 2.1.332, it gives up on that at
 once (one request) and shows `API Error: 402 <message>`; a 403 is shown behind "Failed to
@@ -21,11 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.budgets.estimate import (
-    DEFAULT_RESERVE_OUTPUT_TOKENS,
-    reservation,
-    with_output_at_least,
-)
+from gateway.budgets.estimate import reservation, with_output_at_least
 from gateway.budgets.ledger import (
     Counter,
     Ledger,
@@ -35,8 +36,9 @@ from gateway.budgets.ledger import (
     over_budget_message,
 )
 from gateway.budgets.limits import Limit, usd, window_of
+from gateway.budgets.request import CallShape
 from gateway.server.auth import Caller
-from gateway.server.proxy import ProxiedExchange, request_model
+from gateway.server.proxy import ProxiedExchange
 from gateway.telemetry import metric_names as M
 from gateway.telemetry.metrics import BudgetRow, GatewayMetrics
 from gateway.telemetry.pricing import NANOS_PER_USD, PriceTable
@@ -45,11 +47,15 @@ log = logging.getLogger("gateway.server.budgets")
 
 REFUSAL_STATUS = 402
 REFUSAL_TYPE = "billing_error"
-DEFAULT_HOLD_S = 900.0
-"""A hold outlives any response the proxy still streams (upstream reads time out at 600 s)."""
+DEFAULT_LEASE_S = 30.0
+"""A hold not renewed for this long is its replica's that died: it is charged at its amount."""
 SETTLE_RETRY_S = (0.05, 0.2, 0.5, 1.0, 2.0, 5.0)
+SETTLE_GIVE_UP_S = 900.0
+"""A settle retried this long is given up (logged): the hold's lease has long run out, so the
+call was charged its hold; what it cost beyond that, if anything, is the only loss."""
 REFRESH_S = 10.0
-"""How often the budget gauges reread every team's counters (other replicas spend too)."""
+"""How often the budget gauges reread every team's counters (other replicas spend too); at
+least once a lease, which is also when a dead replica's holds are charged."""
 WARN_EVERY_S = 10.0
 
 
@@ -69,9 +75,12 @@ class Hold:
     id: str
     team: str
     model: str
+    """The model the API bills (the price table's name for it)."""
     counters: tuple[Counter, ...]
     amount: int
-    allowance: int
+    ceiling: int
+    """The most the call can cost (what a response that cannot be read is charged)."""
+    max_tokens: int
     checked: bool = True
     """False when the store was down and fail_open let the request through unchecked."""
     settled: bool = field(default=False)
@@ -82,9 +91,10 @@ class Hold:
         self.settled = True
         try:
             actual = self.gate.actual_cost(self, exchange)
-        except Exception:  # never lose the charge: the hold is what the call may have cost
-            log.exception("pricing a proxied response failed; charging its reservation")
-            actual = self.amount
+        except Exception:  # never lose the charge: the ceiling is the most it could cost
+            log.exception("pricing a proxied response failed; charging the most it can cost")
+            actual = self.ceiling
+        exchange.charged_nanos = actual
         self.gate.settle(self, actual)
 
 
@@ -96,8 +106,8 @@ class BudgetGate:
         budgets: Mapping[str, tuple[Limit, ...]],
         *,
         fail_open: bool = False,
-        reserve_output_tokens: int = DEFAULT_RESERVE_OUTPUT_TOKENS,
-        hold_s: float = DEFAULT_HOLD_S,
+        reserve_output_tokens: int | None = None,
+        lease_s: float = DEFAULT_LEASE_S,
         clock: Callable[[], float] = time.time,
         metrics: GatewayMetrics | None = None,
     ) -> None:
@@ -106,7 +116,9 @@ class BudgetGate:
         self.budgets = dict(budgets)
         self.fail_open = fail_open
         self.reserve_output_tokens = reserve_output_tokens
-        self.hold_s = hold_s
+        """None (the default): hold all of max_tokens. N: hold min(max_tokens, N) output
+        tokens, an opt-in overshoot."""
+        self.lease_s = lease_s
         self.clock = clock
         self._metrics = metrics or GatewayMetrics()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -114,6 +126,9 @@ class BudgetGate:
         self._standings: dict[str, tuple[Counter, Standing]] = {}
         self._warned = 0.0
         self._refresher: asyncio.Task[None] | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
+        self._live: dict[str, Hold] = {}
+        """This replica's holds of calls in flight (renewed by the heartbeat)."""
         self._metrics.observe_budgets(self.rows)
 
     # --- the request path -----------------------------------------------------------------
@@ -131,41 +146,41 @@ class BudgetGate:
             found = self._counters[key] = tuple(
                 Counter(team, limit, window_of(limit.per, minute * 60.0))
                 for limit in limits
-                if model is None or limit.applies_to(model)
+                if model is None or limit.model is None
+                or self.prices.canonical(limit.model) == model
             )
         return found
 
-    async def reserve(
-        self, caller: Caller, body: bytes, *, compressed: bool, size: int | None = None
-    ) -> Hold | Refusal | None:
-        """A hold for this request, a refusal, or None when the caller has no budget. `body`
-        may be the head of a body of `size` bytes (the model and max_tokens come first)."""
+    async def reserve(self, caller: Caller, shape: CallShape) -> Hold | Refusal | None:
+        """A hold for this request (read whole: budgets/request.py), a refusal, or None when
+        the caller has no budget for its model."""
         if not caller.budget:
             return None
-        model = request_model(body)
+        model = self.prices.canonical(shape.model)
         counters = self.counters(caller.name, caller.budget, model)
         if not counters:
             return None
         price = self.prices.price_for(model)
         if price is None:
             return self._refuse(caller.name, M.UNPRICED_MODEL, (
-                f"agent-gateway: team {caller.name} has a budget, and model {model or '(none)'!r}"
+                f"agent-gateway: team {caller.name} has a budget, and model {model!r}"
                 " has no price in the gateway's price table, so its cost cannot be counted; "
                 "the request is refused"
             ))
-        amount, allowance = reservation(
-            price, body, compressed=compressed, reserve_output_tokens=self.reserve_output_tokens,
-            size=size,
-        )
-        hold = Hold(self, uuid.uuid4().hex, caller.name, model, counters, amount, allowance)
+        held = reservation(price, shape, reserve_output_tokens=self.reserve_output_tokens)
+        hold = Hold(self, uuid.uuid4().hex, caller.name, model, counters, held.amount,
+                    held.ceiling, held.max_tokens)
+        self._live[hold.id] = hold  # renewed from now on: the reservation may take a while
         try:
             verdict = await self._reserve(hold)
         except StoreUnavailable as exc:
+            self._live.pop(hold.id, None)
             return self._store_down(hold, exc)
         if verdict.blocked is not None:
+            self._live.pop(hold.id, None)
             self._standings[verdict.blocked.key] = (verdict.blocked, verdict.standing)
             return self._refuse(caller.name, M.OVER_BUDGET, over_budget_message(
-                caller.name, verdict.blocked, verdict.standing, amount
+                caller.name, verdict.blocked, verdict.standing, held.amount
             ))
         return hold
 
@@ -175,7 +190,7 @@ class BudgetGate:
         for attempt in (0, 1):
             try:
                 return await self.ledger.reserve(
-                    hold.id, hold.counters, hold.amount, self.clock(), self.hold_s
+                    hold.id, hold.counters, hold.amount, self.clock(), self.lease_s
                 )
             except StoreUnavailable:
                 if attempt:
@@ -195,7 +210,7 @@ class BudgetGate:
                     exc, hold.team,
                 )
             unchecked = Hold(self, uuid.uuid4().hex, hold.team, hold.model, hold.counters,
-                             hold.amount, hold.allowance, checked=False)
+                             hold.amount, hold.ceiling, hold.max_tokens, checked=False)
             return unchecked
         return self._refuse(hold.team, M.STORE_UNAVAILABLE, (
             f"agent-gateway: team {hold.team}'s budget cannot be checked: the budget store "
@@ -208,7 +223,8 @@ class BudgetGate:
 
     async def check(self, caller: Caller, model: str | None = None) -> Refusal | None:
         """Before a remote run starts: a refusal when a counter that applies is used up."""
-        counters = self.counters(caller.name, caller.budget, model)
+        counters = self.counters(caller.name, caller.budget,
+                                 self.prices.canonical(model) if model else None)
         if not counters:
             return None
         try:
@@ -233,40 +249,64 @@ class BudgetGate:
 
     # --- after the response ---------------------------------------------------------------
     def actual_cost(self, hold: Hold, exchange: ProxiedExchange) -> int:
-        """The response priced (nano-dollars). Its usage comes from the stream (exact); a
-        stream cut before its final usage is charged the output allowance; a failure before
-        the response began costs nothing; a success the tap could not read costs the hold."""
+        """The response priced (nano-dollars), never less than the API billed. Its usage comes
+        from the stream or the body (exact); a stream cut before its final usage is charged its
+        input and all of max_tokens; a failure before the response began costs nothing; a
+        success whose usage could not be read costs the most the call can."""
         acc = exchange.response()
         if not acc.saw_start:
-            return hold.amount if 200 <= exchange.status < 300 else 0
-        usage = acc.usage if acc.exact else with_output_at_least(acc.usage, hold.allowance)
-        cost = self.prices.cost_nanos(acc.model or hold.model, usage)
+            return hold.ceiling if 200 <= exchange.status < 300 else 0
+        usage = acc.usage if acc.exact else with_output_at_least(acc.usage, hold.max_tokens)
+        answered = self.prices.canonical(acc.model) if acc.model else hold.model
+        cost = self.prices.cost_nanos(answered, usage)
         if cost is None:  # answered by a model without a price: priced as the one asked for
             cost = self.prices.cost_nanos(hold.model, usage)
-        return cost if cost is not None else hold.amount
+        return cost if cost is not None else hold.ceiling
 
     def settle(self, hold: Hold, actual: int) -> None:
         """Replace the hold by `actual`, off the request path (retried until the store answers
-        or the hold would have expired anyway)."""
+        or SETTLE_GIVE_UP_S has passed)."""
         task = asyncio.get_running_loop().create_task(self._settle(hold, actual))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     async def _settle(self, hold: Hold, actual: int) -> None:
-        deadline = time.monotonic() + self.hold_s
-        for pause in (*SETTLE_RETRY_S, *([SETTLE_RETRY_S[-1]] * 10_000)):
-            try:
-                standings = await self.ledger.settle(hold.id, hold.counters, actual, self.clock())
-            except StoreUnavailable as exc:
-                if time.monotonic() + pause > deadline:
-                    log.error("budget store unreachable (%s): %s of team %s's spend was not "
-                              "counted", exc, usd(actual), hold.team)
-                    return
-                await asyncio.sleep(pause)
+        deadline = time.monotonic() + SETTLE_GIVE_UP_S
+        try:
+            for pause in (*SETTLE_RETRY_S, *([SETTLE_RETRY_S[-1]] * 10_000)):
+                try:
+                    standings = await self.ledger.settle(hold.id, hold.counters, actual,
+                                                         self.clock())
+                except StoreUnavailable as exc:
+                    if time.monotonic() + pause > deadline:
+                        log.error("budget store unreachable (%s): %s of team %s's spend was not "
+                                  "counted", exc, usd(actual), hold.team)
+                        return
+                    await asyncio.sleep(pause)
+                    continue
+                for counter, standing in zip(hold.counters, standings, strict=True):
+                    self._standings[counter.key] = (counter, standing)
+                return
+        finally:
+            self._live.pop(hold.id, None)
+
+    async def _renew_forever(self) -> None:
+        """The heartbeat: every third of a lease, the holds of this replica's calls in flight
+        are renewed (one round trip for all of them)."""
+        warned = 0.0
+        while True:
+            await asyncio.sleep(self.lease_s / 3)
+            holds = [(h.id, h.counters) for h in list(self._live.values())]
+            if not holds:
                 continue
-            for counter, standing in zip(hold.counters, standings, strict=True):
-                self._standings[counter.key] = (counter, standing)
-            return
+            try:
+                await self.ledger.renew(holds, self.clock(), self.lease_s)
+            except StoreUnavailable as exc:
+                if time.monotonic() - warned >= WARN_EVERY_S:
+                    warned = time.monotonic()
+                    log.warning("budget store unreachable (%s): %d holds not renewed; past "
+                                "their lease they are charged at the amount held",
+                                exc, len(holds))
 
     async def _refresh(self, counters: Sequence[Counter]) -> None:
         try:
@@ -290,18 +330,22 @@ class BudgetGate:
 
     async def start(self) -> None:
         if self.budgets:
-            self._refresher = asyncio.get_running_loop().create_task(self._refresh_forever())
+            loop = asyncio.get_running_loop()
+            self._refresher = loop.create_task(self._refresh_forever())
+            self._heartbeat = loop.create_task(self._renew_forever())
 
     async def _refresh_forever(self) -> None:
         while True:
             await self._refresh([c for team, limits in self.budgets.items()
                                  for c in self.counters(team, limits, None)])
-            await asyncio.sleep(REFRESH_S)
+            await asyncio.sleep(min(REFRESH_S, self.lease_s))
 
     async def close(self, timeout_s: float = 5.0) -> None:
         """Let pending settles finish (bounded), then close the store."""
         if self._refresher is not None:
             self._refresher.cancel()
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=timeout_s)
         await self.ledger.close()

@@ -1,4 +1,7 @@
-"""Metrics of each proxied model call: tokens, duration and priced cost, by model and team."""
+"""Metrics of each proxied model call: tokens, duration and priced cost, by model and team.
+
+The cost is the figure the team's budget counted (cut streams included); for a team without a
+budget, the usage the response reported, or for a cut stream what it carried until the cut."""
 
 from __future__ import annotations
 
@@ -18,7 +21,11 @@ def exchange_metrics(metrics: GatewayMetrics, prices: PriceTable) -> ExchangeSin
             return
         acc = exchange.response()
         model = exchange.request_model or acc.model
-        nanos = prices.cost_nanos(acc.model or model, acc.usage) if acc.exact else None
+        nanos = exchange.charged_nanos  # what the team's budget counted, when it has one
+        if nanos is None and acc.saw_start:
+            # Without a budget: the usage known (a cut stream: its input and the output sent)
+            answered = prices.canonical(acc.model or model)
+            nanos = prices.cost_nanos(answered, acc.usage)
         error = acc.error_type or (
             str(exchange.status) if exchange.status >= 400 else ("cut" if exchange.error else "")
         )

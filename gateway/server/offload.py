@@ -3,7 +3,9 @@
 Two pools, each sized to the cores: short jobs (audit appends, the session owner store,
 readiness checks, policy loads) and archive jobs (whole transcripts, seconds each), so a few
 compactions never hold an audit append up. Policy decisions do not run here: they run in
-worker processes (see workers.py and decision_worker.py).
+worker processes (see workers.py and decision_worker.py). Parsing that would hold the GIL for
+long (a budgeted team's large request body) runs in one process of its own, started from the
+forkserver when first needed.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import asyncio
 import functools
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -54,6 +57,25 @@ class Offload:
         n = threads or cores()
         self._short = ThreadPoolExecutor(n, thread_name_prefix="agent-gateway-io")
         self._archive = ThreadPoolExecutor(n, thread_name_prefix="agent-gateway-archive")
+        self._cpu: ProcessPoolExecutor | None = None
+
+    async def cpu(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` in a process (fn and args picklable): for parsing that would hold the
+        GIL, and so stall the event loop, for long. A process that died is replaced once."""
+        import multiprocessing
+
+        for attempt in (0, 1):
+            if self._cpu is None:
+                self._cpu = ProcessPoolExecutor(
+                    1, mp_context=multiprocessing.get_context("forkserver")
+                )
+            try:
+                return await asyncio.get_running_loop().run_in_executor(self._cpu, fn, *args)
+            except BrokenProcessPool:
+                self._cpu = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
 
     async def io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await self._run(self._short, fn, *args, **kwargs)
@@ -71,3 +93,5 @@ class Offload:
         """Let queued appends finish: a record accepted is a record written."""
         self._short.shutdown(wait=True)
         self._archive.shutdown(wait=True)
+        if self._cpu is not None:
+            self._cpu.shutdown(wait=False, cancel_futures=True)

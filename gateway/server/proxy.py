@@ -4,10 +4,17 @@ Bytes go to the client as they arrive; the tap decodes a copy. Request bodies ar
 as sent (Content-Encoding included), streamed as they arrive under a size limit and a deadline
 (upload.py). Auth headers pass unchanged, except the one that held the gateway's own token.
 Every error the gateway itself answers is in the Messages API's own shape (`anthropic_error`).
+
+The upstream is read independently of the client: a client that leaves (before the headers,
+mid-stream, before the final usage) stops the writing, not the reading, so the response's
+usage is still known when its call is settled. The gateway stops reading a stream whose client
+left once its final usage (`message_delta`) has arrived, and any call once it has run
+`max_stream_s` (a documented maximum: the call is cut, and charged as a cut stream).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -21,6 +28,7 @@ from aiohttp import web
 
 from gateway.server.auth import caller_of, gateway_token_headers
 from gateway.server.bodies import BodyError
+from gateway.server.json_tap import TopLevelFields
 from gateway.server.sse import SseDecoder
 from gateway.server.upload import Upload
 from gateway.telemetry.chat import ChatAccumulator, accumulate
@@ -46,6 +54,10 @@ _DROP_RESPONSE = frozenset(
 )
 SESSION_HEADER = "X-Claude-Code-Session-Id"
 MAX_TAPPED_BODY = 1024 * 1024
+"""Non-streaming response bodies up to this size are parsed whole (for the chat span's
+content); larger ones give their top-level fields only (json_tap.py), content left out."""
+DEFAULT_MAX_STREAM_S = 3600.0
+"""The longest a proxied call may run, request to last byte (serve --max-stream-seconds)."""
 CAPTURED_REQUEST_MAX = 8 * 1024 * 1024
 """Request bodies kept whole for content capture at most (larger: no input messages)."""
 log = logging.getLogger("gateway.server.proxy")
@@ -68,8 +80,13 @@ class ProxiedExchange:
     streamed: ChatAccumulator | None = None
     """A streamed response, folded event by event as it passed (no event is kept)."""
     body_json: dict[str, Any] | None = None
-    """A non-streaming response body (small ones only), for the chat span."""
+    """A non-streaming response body (whole when small; its top-level fields but the content
+    when large), for the chat span and the price."""
     error: str = ""
+    client_left: bool = False
+    """The client went away before the response ended (the upstream was read on)."""
+    charged_nanos: int | None = None
+    """What the call's team budget was charged (set by its hold), for the cost metric."""
     request_body: bytes = b""
     """The request as sent (for the input messages, when content capture is on)."""
     tenant: str = ""
@@ -104,6 +121,7 @@ class Proxy:
     content_cap: int | None = DEFAULT_LIMIT
     """What each exchange keeps of the response's content (for content capture's output
     messages): the capture limit when capture is on, 0 when it is off."""
+    max_stream_s: float = DEFAULT_MAX_STREAM_S
 
     @property
     def keep(self) -> int:
@@ -133,30 +151,31 @@ class Proxy:
             tenant=caller_of(request).name,
             content_cap=self.content_cap,
         )
-        response: web.StreamResponse | None = None
+        client = _Client(request)
+        deadline = asyncio.timeout(self.max_stream_s)
         try:
-            async with self.session.post(url, data=upload.chunks(), headers=headers) as upstream:
+            async with deadline, self.session.post(
+                url, data=upload.chunks(), headers=headers
+            ) as upstream:
                 exchange.status = upstream.status
-                response = web.StreamResponse(
-                    status=upstream.status,
-                    headers={
-                        k: v for k, v in upstream.headers.items() if k.lower() not in _DROP_RESPONSE
-                    },
-                )
-                await response.prepare(request)
-                await self._pump(upstream, response, exchange)
-                await response.write_eof()
-                return response
+                await client.start(upstream)
+                await self._pump(upstream, client, exchange)
+            return await client.finish()
         except (aiohttp.ClientError, TimeoutError, BodyError) as exc:
             refused = upload.error  # the request body was refused as it streamed
             if refused is not None:
                 exchange.error = f"request body refused: {refused}"
+            elif deadline.expired():
+                exchange.error = (f"the call ran past the gateway's maximum of "
+                                  f"{self.max_stream_s:g} s (serve --max-stream-seconds)")
             else:
                 exchange.error = (
                     f"upstream failed: {' '.join(str(exc).split()) or type(exc).__name__}"
                 )
-            if response is not None:
-                raise  # headers are out: the client sees a cut stream, as from the upstream
+            if client.response is not None:
+                # Headers are out: the client sees a cut stream, as from the upstream.
+                log.warning("proxied call cut: %s", exchange.error)
+                return client.cut()
             if refused is not None:
                 exchange.status = refused.status
                 return anthropic_error(refused.status, error_type(refused.status),
@@ -165,6 +184,7 @@ class Proxy:
             return anthropic_error(502, "api_error", exchange.error)
         finally:
             exchange.ended_ns = time.time_ns()
+            exchange.client_left = client.gone
             if hold is not None:
                 hold.settle(exchange)
             if self.sink is not None and request.path == "/v1/messages":
@@ -180,30 +200,87 @@ class Proxy:
     async def _pump(
         self,
         upstream: aiohttp.ClientResponse,
-        response: web.StreamResponse,
+        client: _Client,
         exchange: ProxiedExchange,
     ) -> None:
         """Forward each chunk as it arrives; fold a decoded copy into the exchange's response
-        as it passes, so what a stream holds here does not grow with its length."""
+        as it passes, so what a stream holds here does not grow with its length. Reads on when
+        the client has left, until the response's usage is known."""
         decoder = acc = None
         if _is_sse(upstream):
             decoder = SseDecoder()
             acc = exchange.streamed = ChatAccumulator(content_cap=exchange.content_cap)
         kept = bytearray()
+        fields: TopLevelFields | None = None
         async for chunk in upstream.content.iter_any():
             now = time.time_ns()
             exchange.first_byte_ns = exchange.first_byte_ns or now
-            await response.write(chunk)
+            await client.write(chunk)
             if decoder is None or acc is None:
-                if len(kept) + len(chunk) <= MAX_TAPPED_BODY:
+                if fields is None and len(kept) + len(chunk) <= MAX_TAPPED_BODY:
                     kept += chunk
+                    continue
+                if fields is None:  # too large to parse whole: its top-level fields
+                    fields = TopLevelFields()
+                    fields.feed(bytes(kept))
+                    kept = bytearray()
+                fields.feed(chunk)
                 continue
             for event in decoder.feed(chunk):
                 if not exchange.first_token_ns and event.get("type") == "content_block_delta":
                     exchange.first_token_ns = now
                 acc.apply(event)
-        if decoder is None and kept:
-            exchange.body_json = _json_object(bytes(kept))
+            if client.gone and acc.exact:
+                return  # the final usage is in: nobody reads the rest
+        if decoder is None:
+            exchange.body_json = fields.message() if fields is not None else (
+                _json_object(bytes(kept)) if kept else None
+            )
+
+
+class _Client:
+    """The client's side of one proxied call: writes stop, quietly, once it has left."""
+
+    def __init__(self, request: web.Request) -> None:
+        self.request = request
+        self.response: web.StreamResponse | None = None
+        self.gone = False
+
+    async def start(self, upstream: aiohttp.ClientResponse) -> None:
+        self.response = web.StreamResponse(
+            status=upstream.status,
+            headers={k: v for k, v in upstream.headers.items()
+                     if k.lower() not in _DROP_RESPONSE},
+        )
+        try:
+            await self.response.prepare(self.request)
+        except ConnectionError:
+            self.gone = True
+
+    async def write(self, chunk: bytes) -> None:
+        if self.gone or self.response is None:
+            return
+        try:
+            await self.response.write(chunk)
+        except ConnectionError:
+            self.gone = True
+
+    async def finish(self) -> web.StreamResponse:
+        assert self.response is not None
+        if not self.gone:
+            try:
+                await self.response.write_eof()
+            except ConnectionError:
+                self.gone = True
+        return self.response
+
+    def cut(self) -> web.StreamResponse:
+        """End the connection without the end of the response: the client sees it cut."""
+        assert self.response is not None
+        transport = self.request.transport
+        if transport is not None:
+            transport.close()
+        return self.response
 
 
 def anthropic_error(status: int, error_type: str, message: str) -> web.Response:

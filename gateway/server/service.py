@@ -499,6 +499,10 @@ class GatewayService:
         """Run a short blocking job (a metrics collection) in the short-job pool."""
         return await self._offload.io(fn, *args)
 
+    async def offload_cpu(self, fn: Any, *args: Any) -> Any:
+        """Run a long parse in a process of its own (it would hold the GIL: offload.py)."""
+        return await self._offload.cpu(fn, *args)
+
     async def offload_parse(self, raw: bytes, content_encoding: str, limit: int) -> JSONBody:
         """Decode and parse a large or compressed body off the loop (BodyError as is)."""
         return await self._offload.io(decode_object, raw, content_encoding, limit)

@@ -4,9 +4,9 @@ deadline, and never held whole unless something needs it whole.
 A body whose Content-Length is over the limit is refused before a byte of it is read; one sent
 without a length is counted as it streams, and refused (the upstream request aborted, so the
 upstream never sees a complete request) once it passes the limit. What stays in memory is its
-head (the model and max_tokens are written first), or the whole body when it is small enough
-for what reads it after the response (content capture), or when a team budget must know the
-size of a body sent without Content-Length before anything is forwarded.
+head (the model is written first), or the whole body when it is small enough for what reads
+it after the response (content capture), or when a team budget must read the whole request
+(its model, max_tokens and size) before anything is forwarded.
 """
 
 from __future__ import annotations
@@ -56,10 +56,12 @@ class Upload:
         while len(self._read_ahead) < size and not self.ended:
             self._read_ahead += await self._next()
 
-    async def buffer(self) -> None:
-        """Read the whole body now (a budget needs the size of a body sent without
-        Content-Length before anything is forwarded)."""
+    async def buffer(self) -> bytes:
+        """Read the whole body now and return it (a team budget needs the whole request,
+        max_tokens and the model included, before anything is forwarded); `chunks` still
+        yields it."""
         await self.peek(self._limit + 1)
+        return bytes(self._read_ahead)
 
     async def chunks(self) -> AsyncIterator[bytes | bytearray]:
         """The body as it arrives (what was read ahead first); a refusal is kept in `error`

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -15,6 +16,7 @@ PER_MILLION = 1_000_000
 NANOS_PER_USD = 1_000_000_000
 """Budgets count in nano-dollars: integers, so sums are exact. A price of P USD per million
 tokens is P * 1000 nano-dollars a token, exact for prices given to a thousandth."""
+_DATED = re.compile(r"[-@]\d{8}\Z")
 _FIELDS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
 
 
@@ -57,6 +59,14 @@ class PriceTable:
 
     def price_for(self, model: str) -> ModelPrice | None:
         return self.models.get(model)
+
+    def canonical(self, model: str) -> str:
+        """The table's name for a model named with a snapshot date (`claude-opus-5-5-20261101`,
+        Vertex's `claude-opus-5-5@20261101`): what the API bills it as. Other names as given."""
+        if model in self.models:
+            return model
+        base = _DATED.sub("", model)
+        return base if base in self.models else model
 
     def cost(self, model: str, usage: Usage) -> float | None:
         """USD for one response, or None when the model has no price (never a guess)."""

@@ -82,15 +82,50 @@ async def test_all_counters_or_none(ledgers: LedgerFactory) -> None:
     assert await ledger.standings([month, day], NOW) == [Standing(5, 0)] * 2
 
 
-async def test_holds_expire_so_a_dead_replica_leaks_nothing(ledgers: LedgerFactory) -> None:
-    ledger, c = ledgers(), counter(usd=1)
+async def test_a_lease_that_runs_out_is_charged_its_hold(ledgers: LedgerFactory) -> None:
+    # A replica that died mid-call renews nothing: whoever reads the counter next charges the
+    # hold, the most the call could have cost, and the budget is free of the hold itself.
+    ledger, c = ledgers(), counter(usd=3)
     assert (await ledger.reserve("crashed", [c], USD, NOW, 30)).ok
-    assert not (await ledger.reserve("next", [c], 1, NOW + 29, 30)).ok
-    assert (await ledger.reserve("next", [c], 1, NOW + 31, 30)).ok
-    assert await ledger.standings([c], NOW + 31) == [Standing(0, 1)]
-    # a late settle of the expired hold still charges what the response cost
+    assert await ledger.standings([c], NOW + 29) == [Standing(0, USD)]
+    assert await ledger.standings([c], NOW + 31) == [Standing(USD, 0)]
+    assert await ledger.standings([c], NOW + 32) == [Standing(USD, 0)]  # charged once
+    assert (await ledger.reserve("next", [c], USD, NOW + 31, 30)).ok
+    assert not (await ledger.reserve("third", [c], USD + 1, NOW + 31, 30)).ok
+    # its replica was alive after all: a settle within the hold adds nothing more ...
     await ledger.settle("crashed", [c], 42, NOW + 40)
-    assert await ledger.standings([c], NOW + 40) == [Standing(42, 1)]
+    assert await ledger.standings([c], NOW + 40) == [Standing(USD, USD)]
+    # ... and one beyond it (a smaller hold, opted in) adds what is beyond
+    assert (await ledger.reserve("small", [c], 10, NOW + 40, 30)).ok
+    # both leases run out ("next" is never settled either)
+    assert await ledger.standings([c], NOW + 71) == [Standing(2 * USD + 10, 0)]
+    await ledger.settle("small", [c], 25, NOW + 72)
+    await ledger.settle("small", [c], 25, NOW + 72)  # a retry counts once
+    assert await ledger.standings([c], NOW + 72) == [Standing(2 * USD + 25, 0)]
+
+
+async def test_a_renewed_hold_lives_as_long_as_its_call(ledgers: LedgerFactory) -> None:
+    ledger, other = ledgers(), ledgers()
+    month, day = counter(usd=100, per="month"), counter(usd=3, per="day", model="m")
+    assert (await ledger.reserve("long", [month, day], USD, NOW, 30)).ok
+    for t in range(20, 200, 20):
+        assert await ledger.renew([("long", [month, day])], NOW + t, 30) == 2
+        assert await other.standings([month, day], NOW + t + 29) == [Standing(0, USD)] * 2
+    await ledger.settle("long", [month, day], 7, NOW + 200)
+    assert await other.standings([month, day], NOW + 300) == [Standing(7, 0)] * 2
+    # a hold already settled, or charged when its lease ran out, is not brought back
+    assert await ledger.renew([("long", [month, day])], NOW + 300, 30) == 0
+    assert (await ledger.reserve("late", [day], USD, NOW + 300, 30)).ok
+    assert await other.standings([day], NOW + 331) == [Standing(USD + 7, 0)]
+    assert await ledger.renew([("late", [day])], NOW + 331, 30) == 0
+    assert await other.standings([day], NOW + 400) == [Standing(USD + 7, 0)]
+
+
+async def test_an_unchecked_call_is_added_when_settled(ledgers: LedgerFactory) -> None:
+    ledger, c = ledgers(), counter()
+    await ledger.settle("never-held", [c], 11, NOW)
+    await ledger.settle("never-held", [c], 11, NOW)
+    assert await ledger.standings([c], NOW) == [Standing(11, 0)]
 
 
 async def test_windows_and_teams_are_separate_counters(ledgers: LedgerFactory) -> None:

@@ -6,8 +6,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gateway.budgets.estimate import leading_max_tokens, output_allowance, reservation
+from gateway.budgets.estimate import reservation
 from gateway.budgets.limits import Limit, parse_budget, usd, window_of
+from gateway.budgets.request import (
+    FRAMING_TOKENS,
+    IMAGE_TOKENS,
+    UnreadableRequest,
+    call_shape,
+)
 from gateway.errors import ConfigError
 from gateway.telemetry.pricing import Usage, load_price_table
 
@@ -79,25 +85,58 @@ def test_nano_dollar_costs_are_exact_and_agree_with_the_float_cost() -> None:
     assert PRICES.cost_nanos("unknown", usage) is None
 
 
-def test_max_tokens_is_read_only_from_the_leading_top_level_fields() -> None:
-    assert leading_max_tokens(b'{"model": "m", "max_tokens": 16, "messages": []}') == 16
-    assert leading_max_tokens(b'{"model":"m","max_tokens":16}') == 16
-    # Claude Code writes max_tokens after the conversation: not read, the full allowance holds
-    assert leading_max_tokens(b'{"model":"m","messages":[],"max_tokens":128000}') is None
-    # an agent-written tool input cannot pass for the request's own max_tokens
-    nested = b'{"model":"m","messages":[{"content":[{"input":{"max_tokens":1}}]}]}'
-    assert leading_max_tokens(nested) is None
-    assert output_allowance(nested, 4096) == 4096
-    assert output_allowance(b'{"max_tokens": 100000}', 4096) == 4096
-    assert output_allowance(b'{"max_tokens": 10}', 4096) == 10
+def test_max_tokens_and_the_model_are_read_from_the_whole_body() -> None:
+    # Claude Code writes max_tokens after the conversation
+    shape = call_shape(b'{"model":"m","messages":[],"max_tokens":128000}')
+    assert (shape.model, shape.max_tokens) == ("m", 128000)
+    # an agent-written tool input cannot pass for the request's own fields
+    nested = (b'{"model":"m","messages":[{"role":"user","content":[{"type":"tool_result",'
+              b'"content":[{"type":"image"}],"input":{"max_tokens":1,"model":"x"}}]}],'
+              b'"max_tokens":64000}')
+    shape = call_shape(nested)
+    assert (shape.model, shape.max_tokens, shape.images) == ("m", 64000, 1)
+    assert shape.input_tokens_bound == len(nested) + FRAMING_TOKENS + IMAGE_TOKENS
 
 
-def test_a_reservation_prices_the_body_and_the_output_allowance() -> None:
+@pytest.mark.parametrize("body", [
+    b'{"model":"claude-haiku","max_tokens":10,"model":"claude-opus-5-5"}',
+    b'{"model":"claude-haiku","max_tokens":10,"\\u006dodel":"claude-opus-5-5"}',
+    b'{"model":"m","max_tokens":1,"messages":[],"max_tokens":100000}',
+    b'{"model":"m"}',
+    b'{"model":"m","max_tokens":true}',
+    b'{"max_tokens":1}',
+    b'{"model":"m","max_tokens":1} trailing',
+    b'["model"]',
+    b'\xff',
+])
+def test_a_body_whose_cost_cannot_be_bounded_is_unreadable(body: bytes) -> None:
+    with pytest.raises(UnreadableRequest):
+        call_shape(body)
+
+
+def test_a_reservation_holds_the_most_the_call_can_cost() -> None:
     price = PRICES.price_for("claude-opus-5-5")
     assert price is not None
     body = b'{"model":"claude-opus-5-5","max_tokens":100,"messages":[]}'
-    assert len(body) == 58  # 15 tokens at 4 bytes a token, rounded up
-    nanos, allowance = reservation(price, body, compressed=False, reserve_output_tokens=4096)
-    assert (nanos, allowance) == (15 * 4000 + 100 * 20000, 100)
-    compressed, _ = reservation(price, body, compressed=True, reserve_output_tokens=4096)
-    assert compressed == 58 * 4000 + 100 * 20000
+    shape = call_shape(body)
+    inputs = (len(body) + FRAMING_TOKENS) * 8000  # each token at the dearest: a 1-hour write
+    held = reservation(price, shape)
+    assert (held.amount, held.ceiling) == (inputs + 100 * 20000, inputs + 100 * 20000)
+    opted = reservation(price, call_shape(body.replace(b"100", b"100000")),
+                        reserve_output_tokens=4096)
+    assert opted.amount == inputs + 3 * 8000 + 4096 * 20000
+    assert opted.ceiling == inputs + 3 * 8000 + 100_000 * 20000
+    # the bound holds against the billed usage at every kind of input price
+    for usage in (Usage(len(body) + FRAMING_TOKENS, 100),
+                  Usage(0, 100, cache_creation_input_tokens=len(body) + FRAMING_TOKENS,
+                        cache_creation_1h_input_tokens=len(body) + FRAMING_TOKENS)):
+        assert (PRICES.cost_nanos("claude-opus-5-5", usage) or 0) <= held.amount
+
+
+def test_dated_model_ids_are_the_tables_model() -> None:
+    assert PRICES.canonical("claude-opus-5-5-20261101") == "claude-opus-5-5"
+    assert PRICES.canonical("claude-opus-5-5@20261101") == "claude-opus-5-5"
+    assert PRICES.canonical("claude-opus-5-5") == "claude-opus-5-5"
+    assert PRICES.canonical("claude-other-20261101") == "claude-other-20261101"
+
+

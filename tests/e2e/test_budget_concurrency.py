@@ -1,11 +1,11 @@
 """Team budgets under load and under a failing store, with the real Claude Code.
 
 Twenty sessions of one team start at once through two replicas, against a budget that fits
-about five reservations: at every request the API receives, committed spend plus open holds
-are within the budget; at the end the counter is the priced responses, exactly, and no hold
-is left. Again with Redis answering slowly and sometimes not in time. Then Redis stops in
-the middle of a session: fail_closed refuses its next model call with the reason, fail_open
-lets it through with a log line and a metric.
+about five holds (the default: the most each call can cost): at every request the API
+receives, committed spend plus open holds are within the budget; at the end the counter is
+the priced responses, exactly, and no hold is left. Again with Redis answering slowly and
+sometimes not in time. Then Redis stops in the middle of a session: fail_closed refuses its
+next model call with the reason, fail_open lets it through with a log line and a metric.
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ from tests.server.processes import ServeProcess
 pytestmark = pytest.mark.e2e
 USD = 1_000_000_000
 COST = load_price_table().cost_nanos("claude-opus-5-5", Usage(1200, 42))
-BUDGET_A = 0.70  # a Claude Code request holds ~$0.13 (a 50 KB body, 4,096 output tokens)
+BUDGET_A = 15.0
+"""About five holds: a Claude Code request holds the most it can cost, ~$3 (a 50 KB body at
+the 1-hour cache write price, and 128,000 output tokens)."""
 SCRAPE = "scrape-token"
 
 

@@ -102,16 +102,21 @@ def test_two_replicas_enforce_one_budget_and_report_it(
     redis: RedisServer,
 ) -> None:
     upstream = scripted(SCENARIO)
-    tokens = tokens_file(tmp_path, usd_a=1.0)
+    tokens = tokens_file(tmp_path, usd_a=1.5)
     with OtlpReceiver() as receiver:
         env = sandbox.env(
             AGENT_GATEWAY_TOKENS_FILE=str(tokens), AGENT_GATEWAY_METRICS_TOKEN=SCRAPE,
             OTEL_METRICS_EXPORTER="prometheus,otlp", OTEL_METRIC_EXPORT_INTERVAL="300",
             OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=receiver.endpoint + "/v1/metrics",
         )
-        replicas = Replicas(sandbox, tmp_path, upstream.url, redis.url, env)
+        # The opt-in overshoot mode (docs/metrics.md): Claude Code asks for 128,000 max_tokens,
+        # $2.56 of Opus output, which the default holds whole; these budgets are about sharing
+        # counters between replicas, with sessions that cost cents.
+        replicas = Replicas(sandbox, tmp_path, upstream.url, redis.url, env,
+                            args=("--reserve-output-tokens", "4096"))
         try:
-            # Each full session costs $0.40648; team A has $1.00 a day.
+            # Each full session costs $0.40648; team A has $1.50 a day. Each call holds about
+            # $0.49 (a ~50 KB body at the 1-hour cache write price, 4,096 output tokens).
             first = replicas.session(sandbox, 0, "tok-a")
             second = replicas.session(sandbox, 1, "tok-a")
             for outcome in (first, second):
@@ -120,15 +125,17 @@ def test_two_replicas_enforce_one_budget_and_report_it(
             # $0.81296 spent: the third session's first call fits ($0.40084), its second not
             third = replicas.session(sandbox, 0, "tok-a")
             assert third.returncode != 0
-            assert "team team-a is over its budget of $1.00 a day" in third.stdout
+            assert "team team-a has $0.2862 left of its budget of $1.50 a day" in third.stdout
             sent = len(upstream.requests)
             started = time.monotonic()
             fourth = replicas.session(sandbox, 1, "tok-a")
             took = time.monotonic() - started
             message = fourth.result["result"]
             assert fourth.returncode != 0 and took < 15, (took, fourth.stdout[-1000:])
-            assert message.startswith("API Error: 402 agent-gateway: team team-a is over its "
-                                      "budget of $1.00 a day ($1.21 spent).")
+            assert message.startswith("API Error: 402 agent-gateway: team team-a has $0.2862 "
+                                      "left of its budget of $1.50 a day, and this call may cost "
+                                      "up to $")
+            assert "($1.21 spent)." in message
             assert "The budget resets at" in message and " UTC." in message
             assert len(upstream.requests) == sent  # nothing of team A reached the API
             # team B keeps working, through either replica
@@ -155,7 +162,7 @@ def test_two_replicas_enforce_one_budget_and_report_it(
     rows = {row["team"]: row for row in map(json.loads, shown.stdout.splitlines())}
     assert rows["team-a"]["spent_nanos"] == a_cost and rows["team-a"]["held_nanos"] == 0
     assert rows["team-b"]["spent_nanos"] == b_cost and rows["team-b"]["held_nanos"] == 0
-    assert rows["team-a"]["remaining_usd"] == pytest.approx(1.0 - a_cost / 1e9)
+    assert rows["team-a"]["remaining_usd"] == pytest.approx(1.5 - a_cost / 1e9)
     table = gateway_cli(sandbox, "spend", "--redis-url", redis.url, "--tokens-file",
                         str(tokens), "--team", "team-a").stdout
     assert "team-a" in table and "$1.21" in table and "team-b" not in table
@@ -198,7 +205,7 @@ def test_two_replicas_enforce_one_budget_and_report_it(
                 agent_gateway_budget_reason="over_budget") == 2
     remaining = series(texts[1], "agent_gateway_budget_remaining_USD")
     assert remaining[(("agent_gateway_budget_window", "day"), ("agent_gateway_team", "team-a"))
-                     ] == pytest.approx(1.0 - a_cost / 1e9)
+                     ] == pytest.approx(1.5 - a_cost / 1e9)
     hooks = both("agent_gateway_hook_duration_seconds_count",
                  agent_gateway_hook_event="PreToolUse")
     assert hooks == sum(counted.values())
@@ -255,24 +262,29 @@ def test_the_budget_resets_at_the_window_boundary(
     upstream = scripted({"responses": [], "default": {"text": "done", "usage": BIG, "times": 0}})
     policy = tmp_path / "org.yaml"
     policy.write_text(POLICY)
-    tokens = TokenTable({"tok-a": Caller("team-a", budget=(Limit(400_000_000, "day"),))})
+    tokens = TokenTable({"tok-a": Caller("team-a", budget=(Limit(600_000_000, "day"),))})
     clock = Clock()
-    gate = BudgetGate(RedisLedger(redis.url), PRICES, tokens.budgets(), clock=clock)
+    gate = BudgetGate(RedisLedger(redis.url), PRICES, tokens.budgets(), clock=clock,
+                      reserve_output_tokens=4096)  # the opt-in overshoot mode, as above
     service = GatewayService([str(policy)], owners=RedisSessionOwners(redis.url), gate=gate,
                              workers=1)
     config = ServeConfig(policy_paths=[str(policy)], upstream=upstream.url, tokens=tokens)
     with ThreadedApp(create_app(config, service)) as app:
         env = sandbox.env(ANTHROPIC_BASE_URL=app.url,
                           ANTHROPIC_CUSTOM_HEADERS="X-Agent-Gateway-Token: tok-a")
-        first = claude_run(sandbox, "hello", env=env)  # $0.40084 of $0.40
+        first = claude_run(sandbox, "hello", env=env)  # $0.40084 of $0.60; it held ~$0.49
         assert first.returncode == 0 and first.result["result"] == "done", first.stdout[-1000:]
         refused = claude_run(sandbox, "hello", env=env)
         midnight = window_of("day", clock.now).end
         assert refused.returncode != 0
-        assert refused.result["result"] == (
-            "API Error: 402 agent-gateway: team team-a is over its budget of $0.40 a day "
+        message = refused.result["result"]
+        assert message.startswith(
+            "API Error: 402 agent-gateway: team team-a has $0.19916 left of its budget of $0.60 "
+            "a day, and this call may cost up to $"
+        ), message
+        assert message.endswith(
             f"($0.40084 spent). The budget resets at {midnight:%Y-%m-%d} 00:00 UTC."
-        )
+        ), message
         clock.now = midnight.timestamp() - 0.001
         assert claude_run(sandbox, "hello", env=env).returncode != 0  # not yet
         clock.now = midnight.timestamp()

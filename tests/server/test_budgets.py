@@ -15,6 +15,7 @@ import pytest
 from gateway.budgets.ledger import Ledger, MemoryLedger
 from gateway.budgets.limits import Limit, window_of
 from gateway.budgets.redis_ledger import RedisLedger
+from gateway.budgets.request import FRAMING_TOKENS
 from gateway.server.auth import Caller, TokenTable
 from gateway.server.budget_gate import BudgetGate
 from gateway.server.owners import LocalSessionOwners
@@ -89,10 +90,11 @@ async def committed(gate: BudgetGate, team: str) -> int:
 async def test_over_budget_refused_before_any_upstream_call(
     make_client: AppFactory, tmp_path: Path, upstream: ScriptedServer
 ) -> None:
-    # Each call holds ~2.1 mUSD (a 100-byte body, 100 output tokens) and costs 5.64 mUSD
-    # (the scripted usage): with a budget of 1 cent the third finds 11.28 mUSD spent.
+    # Each call holds the most it can cost, ~11 mUSD (its bytes and the API's framing as
+    # tokens at the 1-hour cache write price, and 100 output tokens), and costs 5.64 mUSD
+    # (the scripted usage): with a budget of 2 cents the third finds 11.28 mUSD spent.
     clock = Clock()
-    client, gate = await app_with_gate(make_client, tmp_path, upstream.url, table(0.01),
+    client, gate = await app_with_gate(make_client, tmp_path, upstream.url, table(0.02),
                                        clock=clock)
     statuses, messages = [], []
     for _ in range(3):
@@ -105,8 +107,19 @@ async def test_over_budget_refused_before_any_upstream_call(
     assert len(upstream.requests) == 2  # the refused one never left the gateway
     error = json.loads(messages[2])["error"]
     assert error["type"] == "billing_error"
+    size = len(json.dumps(request_body()).encode())
+    hold = (size + FRAMING_TOKENS) * 8000 + 100 * 20000
     assert error["message"] == (
-        "agent-gateway: team team-a is over its budget of $0.01 a day ($0.01128 spent). "
+        "agent-gateway: team team-a has $0.00872 left of its budget of $0.02 a day, and this "
+        f"call may cost up to ${hold / USD:.6f} ($0.01128 spent). "
+        "The budget resets at 2027-01-16 00:00 UTC."
+    ).replace(f"${hold / USD:.6f}", f"${hold / USD:.6f}".rstrip("0"))
+    # spent past the budget (a run's cost, say): the message says so
+    (counter,) = gate.counters("team-a", gate.budgets["team-a"], None)
+    await gate.ledger.settle("a-run", [counter], 10_000_000, gate.clock())
+    resp = await client.post("/v1/messages", json=request_body(), headers=A)
+    assert (await resp.json())["error"]["message"] == (
+        "agent-gateway: team team-a is over its budget of $0.02 a day ($0.02128 spent). "
         "The budget resets at 2027-01-16 00:00 UTC."
     )
     # team B and a team without a budget are not affected
@@ -262,3 +275,73 @@ async def test_a_remote_run_of_a_team_over_budget_is_refused(
                              headers=A)
     assert resp.status == 402
     assert "team team-a is over its budget" in (await resp.json())["error"]
+
+
+def per_model_table(model_usd: float) -> TokenTable:
+    return TokenTable({"tok-a": Caller("team-a", budget=(
+        Limit(10 * USD, "day"), Limit(round(model_usd * USD), "day", "claude-opus-5-5"),
+    ))})
+
+
+async def test_a_per_model_limit_applies_to_the_model_the_api_bills(
+    make_client: AppFactory, tmp_path: Path, upstream: ScriptedServer
+) -> None:
+    # A dated id is the same model to the API, and to its price and its limit.
+    client, gate = await app_with_gate(make_client, tmp_path, upstream.url,
+                                       per_model_table(0.001))
+    resp = await client.post("/v1/messages", json=request_body(model="claude-opus-5-5-20261101"),
+                             headers=A)
+    assert resp.status == 402
+    assert "of its budget of $0.001 a day for claude-opus-5-5" in (await resp.json())["error"][
+        "message"]
+    client, gate = await app_with_gate(make_client, tmp_path, upstream.url, per_model_table(1))
+    resp = await client.post("/v1/messages", json=request_body(model="claude-opus-5-5@20261101"),
+                             headers=A)
+    assert resp.status == 200
+    await resp.read()
+    await drain(gate)
+    counters = gate.counters("team-a", gate.budgets["team-a"], "claude-opus-5-5")
+    assert len(counters) == 2
+    assert [s.committed for s in await gate.ledger.standings(counters, gate.clock())] == [ONE] * 2
+
+
+@pytest.mark.parametrize("body", [
+    # which "model" the API reads is not certain: the body is refused, not guessed at
+    b'{"model":"claude-cheap","max_tokens":100,"messages":[],"model":"claude-opus-5-5"}',
+    b'{"model":"claude-opus-5-5","max_tokens":1,"messages":[],"max_tokens":100000}',
+    b'{"model":"claude-opus-5-5","messages":[]}',
+])
+async def test_a_body_whose_cost_is_not_certain_is_refused_for_a_budgeted_team(
+    make_client: AppFactory, tmp_path: Path, upstream: ScriptedServer, body: bytes
+) -> None:
+    client, _ = await app_with_gate(make_client, tmp_path, upstream.url, per_model_table(1))
+    resp = await client.post("/v1/messages", data=body,
+                             headers={**A, "Content-Type": "application/json"})
+    error = (await resp.json())["error"]
+    assert resp.status == 400 and error["type"] == "invalid_request_error", error
+    assert error["message"].startswith("agent-gateway: ")
+    assert not upstream.requests
+
+
+async def test_a_large_body_is_read_in_a_process_and_priced_or_refused(
+    make_client: AppFactory, tmp_path: Path, upstream: ScriptedServer
+) -> None:
+    # Over 1 MiB, a budgeted request is parsed in a process of its own (a thread would hold
+    # the GIL, and so the event loop): its hold and its refusals are the same.
+    client, gate = await app_with_gate(make_client, tmp_path, upstream.url, table(1.0))
+    big = {**request_body(), "messages": [{"role": "user", "content": "x" * (2 << 20)}]}
+    resp = await client.post("/v1/messages", json=big, headers=A)
+    message = (await resp.json())["error"]["message"]
+    assert resp.status == 402 and "this call may cost up to $16.7" in message  # 2 MiB at $8/M
+    client, gate = await app_with_gate(make_client, tmp_path, upstream.url, table(20.0))
+    resp = await client.post("/v1/messages", json=big, headers=A)
+    assert resp.status == 200
+    await resp.read()
+    await drain(gate)
+    assert await committed(gate, "team-a") == ONE
+    twice = json.dumps(big).encode()[:-1] + b', "model": "claude-cheap"}'
+    resp = await client.post("/v1/messages", data=twice,
+                             headers={**A, "Content-Type": "application/json"})
+    error = (await resp.json())["error"]
+    assert resp.status == 400 and "gives 'model' twice" in error["message"]
+    assert len(upstream.requests) == 1
