@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from gateway.cli import values
 from gateway.cli.parser import Subcommands
 
 if TYPE_CHECKING:
@@ -25,10 +26,12 @@ def add_parser(sub: Subcommands) -> None:
         "at it; examples/scenarios/ holds two scenarios.",
     )
     p.add_argument(
-        "--scenario", required=True, metavar="FILE", help="scenario YAML: scripted responses"
+        "--scenario", required=True, type=values.readable_file, metavar="FILE",
+        help="scenario YAML: scripted responses"
     )
     p.add_argument(
-        "--port", type=int, default=0, metavar="N", help="port to listen on (default: any free)"
+        "--port", type=values.any_port, default=0, metavar="N",
+        help="port to listen on (default: any free)"
     )
 
 

@@ -11,13 +11,15 @@ import argparse
 import ipaddress
 import logging
 import os
+import socket
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gateway.cli import values
 from gateway.cli.parser import Subcommands
-from gateway.env import TOKEN_ENV, TOKENS_FILE_ENV, gateway_token
+from gateway.env import METRICS_TOKEN_ENV, TOKEN_ENV, TOKENS_FILE_ENV, gateway_token
 from gateway.env import tokens_file as env_tokens_file
 from gateway.errors import GatewayError, one_line
 
@@ -94,19 +96,63 @@ def serve_command(args: ServeArgs) -> int:
         if not os.path.isdir(root):
             print(f"{prog}: error: --runs-root {root} is not a directory", file=sys.stderr)
             return 2
+    from gateway.env import REDIS_URL_ENV, redis_url
+
+    if args.redis_url is None and (shared := redis_url()) is not None:
+        from gateway.cli.values import redis_url as valid_redis_url
+
+        try:
+            valid_redis_url(shared)
+        except argparse.ArgumentTypeError as exc:
+            print(f"{prog}: error: {REDIS_URL_ENV}: {exc}", file=sys.stderr)
+            return 2
+    # Bound before anything starts (workers, stores, telemetry): a port in use, or an
+    # address this host does not have, is one line and nothing else happened.
+    try:
+        sockets = bind(args.host, args.port)
+    except OSError as exc:
+        reason = os.strerror(exc.errno).lower() if exc.errno else one_line(exc)
+        print(f"{prog}: error: cannot listen on {args.host}:{args.port}: {reason}",
+              file=sys.stderr)
+        return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     try:
-        return _serve(args, token, tokens_file)
+        return _serve(args, token, tokens_file, sockets)
     except GatewayError as exc:
         print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:
         print(f"{prog}: error: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
-def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
+def bind(host: str, port: int) -> list[socket.socket]:
+    """Listening sockets for every address `host` names (as aiohttp would bind them)."""
+    sockets: list[socket.socket] = []
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(128)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+def _serve(args: ServeArgs, token: str | None, tokens_file: str | None,
+           sockets: list[socket.socket]) -> int:
     from aiohttp import web
 
     from gateway.env import gateway_home, metrics_token, otel_env, redis_url, snapshot
@@ -206,36 +252,29 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
             f"{'; if the store is down: ' + failure if gate.ledger.shared else ''}"
         )
     if metrics.registry is not None:
-        lines.append("Prometheus metrics at GET /metrics")
-    bound = False
-
+        if tokens.enabled and not config.metrics_token:
+            lines.append(f"Prometheus metrics at GET /metrics need {METRICS_TOKEN_ENV} (with "
+                         "authentication on and none set, /metrics answers 401)")
+        elif tokens.enabled:
+            lines.append(f"Prometheus metrics at GET /metrics (Bearer {METRICS_TOKEN_ENV})")
+        else:
+            lines.append("Prometheus metrics at GET /metrics")
     def listening(_aiohttp_banner: str) -> None:
-        # run_app calls this once every socket is bound: only then is the service there.
-        nonlocal bound
-        bound = True
+        # run_app calls this once every socket listens: only then is the service there.
         for line in lines:
             print(f"agent-gateway serve: {line}", file=sys.stderr, flush=True)
 
-    try:
-        web.run_app(
-            app,
-            host=args.host,
-            port=args.port,
-            shutdown_timeout=args.drain_seconds,
-            print=listening,
-            access_log=None,
-            handle_signals=True,
-            # aiohttp's keep-alive timer runs from the connection's opening and from each
-            # answer until the next request head is complete: it is the head timeout too.
-            keepalive_timeout=args.idle_timeout_s,
-        )
-    except OSError as exc:
-        if bound:
-            raise
-        reason = os.strerror(exc.errno).lower() if exc.errno else one_line(exc)
-        print(f"agent-gateway serve: error: cannot listen on {args.host}:{args.port}: {reason}",
-              file=sys.stderr)
-        return 2
+    web.run_app(
+        app,
+        sock=sockets,
+        shutdown_timeout=args.drain_seconds,
+        print=listening,
+        access_log=None,
+        handle_signals=True,
+        # aiohttp's keep-alive timer runs from the connection's opening and from each
+        # answer until the next request head is complete: it is the head timeout too.
+        keepalive_timeout=args.idle_timeout_s,
+    )
     return 0
 
 
@@ -297,9 +336,10 @@ def add_parser(sub: Subcommands) -> None:
         help="policy file; repeat in order org, team, project",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8787, help="port (default 8787)")
+    serve.add_argument("--port", type=values.port, default=8787, help="port (default 8787)")
     serve.add_argument(
         "--upstream",
+        type=values.http_url,
         default="https://api.anthropic.com",
         metavar="URL",
         help="the Messages API to proxy to (default https://api.anthropic.com)",
@@ -307,6 +347,7 @@ def add_parser(sub: Subcommands) -> None:
     serve.add_argument(
         "--runs-root",
         dest="runs_roots",
+        type=values.directory,
         action="append",
         default=[],
         metavar="DIR",
@@ -316,6 +357,7 @@ def add_parser(sub: Subcommands) -> None:
     )
     serve.add_argument(
         "--redis-url",
+        type=values.redis_url,
         metavar="URL",
         help="Redis the replicas share (redis://host:6379/0; default $AGENT_GATEWAY_REDIS_URL): "
         "which tenant owns each session, the team budget counters, and what links a session's "
@@ -325,7 +367,7 @@ def add_parser(sub: Subcommands) -> None:
     )
     serve.add_argument(
         "--redis-timeout",
-        type=float,
+        type=values.positive_float,
         default=2.0,
         metavar="SECONDS",
         help="how long a Redis command may take before the store counts as unreachable "
@@ -341,7 +383,7 @@ def add_parser(sub: Subcommands) -> None:
     )
     serve.add_argument(
         "--reserve-output-tokens",
-        type=int,
+        type=values.positive_int,
         default=4096,
         metavar="N",
         help="output tokens reserved per model call against its team's budget: "
@@ -351,7 +393,7 @@ def add_parser(sub: Subcommands) -> None:
     serve.add_argument(
         "--trace-idle-timeout",
         dest="trace_idle_timeout",
-        type=float,
+        type=values.positive_float,
         default=1800.0,
         metavar="SECONDS",
         help="close a session's root span, marked incomplete, after SECONDS without any of its "
@@ -360,7 +402,7 @@ def add_parser(sub: Subcommands) -> None:
     serve.add_argument(
         "--idle-timeout",
         dest="idle_timeout",
-        type=float,
+        type=values.positive_float,
         default=IDLE_TIMEOUT_S,
         metavar="SECONDS",
         help="close a connection that has not sent a whole request head within SECONDS of "
@@ -371,14 +413,14 @@ def add_parser(sub: Subcommands) -> None:
     serve.add_argument(
         "--decision-budget",
         dest="decision_budget",
-        type=float,
+        type=values.positive_float,
         default=2.0,
         metavar="SECONDS",
         help="a PreToolUse decision not made within SECONDS is a deny (default 2)",
     )
     serve.add_argument(
         "--drain-seconds",
-        type=float,
+        type=values.positive_float,
         default=30.0,
         metavar="S",
         help="on SIGTERM, how long in-flight requests get to finish (default 30)",
