@@ -106,6 +106,17 @@ def serve_command(args: ServeArgs) -> int:
         except argparse.ArgumentTypeError as exc:
             print(f"{prog}: error: {REDIS_URL_ENV}: {exc}", file=sys.stderr)
             return 2
+    from gateway.integrity.keys import keys_from_env
+    from gateway.policy import load_policy
+    from gateway.server.auth import load_tokens
+
+    try:
+        load_policy(args.policy)  # what the service loads again: a bad file stops it here
+        tokens = load_tokens(token, tokens_file)
+        keys_from_env()  # a bad key file stops the service now, not at its first decision
+    except GatewayError as exc:
+        print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
+        return 2
     # Bound before anything starts (workers, stores, telemetry): a port in use, or an
     # address this host does not have, is one line and nothing else happened.
     try:
@@ -118,7 +129,7 @@ def serve_command(args: ServeArgs) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     try:
-        return _serve(args, token, tokens_file, sockets)
+        return _serve(args, tokens, sockets)
     except GatewayError as exc:
         print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
@@ -151,17 +162,14 @@ def bind(host: str, port: int) -> list[socket.socket]:
     return sockets
 
 
-def _serve(args: ServeArgs, token: str | None, tokens_file: str | None,
-           sockets: list[socket.socket]) -> int:
+def _serve(args: ServeArgs, tokens: TokenTable, sockets: list[socket.socket]) -> int:
     from aiohttp import web
 
     from gateway.env import gateway_home, metrics_token, otel_env, redis_url, snapshot
     from gateway.hooks.trail import audit_export_from_env
-    from gateway.integrity.keys import keys_from_env
     from gateway.sdk.agent_env import remote_agent_env, without_secrets
     from gateway.sdk.private_process import make_private
     from gateway.server.app import ServeConfig, create_app
-    from gateway.server.auth import load_tokens
     from gateway.server.exchange_metrics import both, exchange_metrics
     from gateway.server.owners import LocalSessionOwners, RedisSessionOwners, SessionOwners
     from gateway.server.service import WORKER_PRELOAD, GatewayService
@@ -172,8 +180,6 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None,
     from gateway.telemetry.metrics import metric_settings, open_metrics
 
     make_private()  # remote runs' agents run as this user: its environment stays its own
-    keys_from_env()  # a bad key file stops the service now, not at its first decision
-    tokens = load_tokens(token, tokens_file)
     shared_redis = args.redis_url or redis_url()
     config = ServeConfig(
         policy_paths=list(args.policy),

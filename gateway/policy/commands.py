@@ -32,6 +32,9 @@ def policy_check(paths: Sequence[str], *, out: TextIO | None = None,
     from gateway.policy.yamlsrc import load_source
 
     out, err = out or sys.stdout, err or sys.stderr
+    if (unusable := _unreadable(paths)) is not None:
+        print(unusable, file=err)
+        return 2
     try:
         bundle = read_files(paths)
         policy = compile_bundle(bundle)
@@ -53,6 +56,15 @@ def policy_check(paths: Sequence[str], *, out: TextIO | None = None,
     print(f"ok: {policy.rule_count} rules in {len(policy.file_layers)} file(s), "
           f"bundle sha256:{policy.bundle_hash}{noted}", file=out)
     return 0
+
+
+def _unreadable(paths: Sequence[str]) -> str | None:
+    """A policy file that cannot be used at all (exit 2), as opposed to a bad one (exit 1)."""
+    for path in paths:
+        if not os.path.isfile(path):
+            what = "no such file" if not os.path.exists(path) else "not a file"
+            return f"{path}: cannot read policy file: {what}"
+    return None
 
 
 PATH_FIELDS = {"NotebookEdit": "notebook_path", "Glob": "path", "Grep": "path", "LS": "path"}
@@ -154,6 +166,9 @@ def policy_test(paths: Sequence[str], *, out: TextIO | None = None,
     from gateway.policy.testcases import run_cases, tests_path
 
     out, err = out or sys.stdout, err or sys.stderr
+    if (unusable := _unreadable(paths)) is not None:
+        print(unusable, file=err)
+        return 2
     try:
         outcomes = run_cases(paths)
     except GatewayError as exc:
