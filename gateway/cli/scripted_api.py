@@ -75,6 +75,9 @@ def run(args: argparse.Namespace) -> int:
         print("# In another shell, point Claude Code or agent-gateway run at it:")
         for name, value in environment(server.url).items():
             print(f"export {name}={value}")
+        print("# Or put the gateway service in front of it (sessions wired by "
+              "`agent-gateway settings` send their model requests to serve):")
+        print(f"#   agent-gateway serve --policy POLICY --upstream {server.url}")
         sys.stdout.flush()
         stop.wait()
     finally:
