@@ -1,0 +1,54 @@
+"""docs/limitations.md: each limitation names the test that shows it, and that test exists;
+the README's list is the same list, shorter. Tests for limitations no other module shows."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from gateway.policy.evaluate import decide
+from gateway.policy.loader import load_policy
+from gateway.types import ToolCall
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOWN_BY = re.compile(r"Shown by `(tests/[\w/]+\.py)::(\w+)`")
+
+
+def _limitations() -> list[str]:
+    text = (ROOT / "docs" / "limitations.md").read_text(encoding="utf-8")
+    return ["- " + item for item in text.split("\n- ")[1:]]
+
+
+def test_every_limitation_names_a_test_that_exists() -> None:
+    limitations = _limitations()
+    assert len(limitations) > 5
+    for item in limitations:
+        named = SHOWN_BY.findall(item)
+        assert named, f"names no test: {item[:80]}"
+        for path, name in named:
+            source = (ROOT / path).read_text(encoding="utf-8")
+            assert re.search(rf"^(async )?def {name}\(", source, re.M), f"{path}::{name}"
+
+
+def test_the_readme_lists_no_limitation_the_docs_dropped() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Known limitations", 1)[1].split("\n## ", 1)[0]
+    assert "docs/limitations.md" in section
+    items = [line for line in section.splitlines() if line.startswith("- ")]
+    assert 0 < len(items) <= len(_limitations())
+    # lifted: behind serve, turns and subagents nest as in run (tests/e2e/test_trace_parity.py)
+    assert "no turn spans" not in readme and "no turn spans" not in "".join(_limitations())
+
+
+def test_a_recursive_search_is_checked_on_its_directory(tmp_path: Path) -> None:
+    """`grep -r TOKEN .` names no .env: without the OS sandbox the hook lets it read one."""
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / ".env").write_text("TOKEN=1\n")
+    policy = tmp_path / "org.yaml"
+    policy.write_text("version: 1\npermissions:\n  deny: ['Read(**/.env)']\n")
+    loaded = load_policy([str(policy)])
+    searched = decide(loaded, ToolCall("Bash", {"command": "grep -r TOKEN ."}, cwd=str(tmp_path)))
+    named = decide(loaded, ToolCall("Bash", {"command": "grep TOKEN app/.env"},
+                                    cwd=str(tmp_path)))
+    assert named.kind == "deny"
+    assert searched.kind != "deny"
