@@ -18,7 +18,8 @@ def add_parser(sub: Subcommands) -> None:
         description="Each team's budget counters for the current UTC day, week or month. "
         "With --redis-url (or AGENT_GATEWAY_REDIS_URL): the counters every `serve` replica "
         "shares, for the teams of the tokens file. Without: what `agent-gateway run` spent "
-        "on this machine, from the local span file under AGENT_GATEWAY_HOME.",
+        "on this machine (its chats and compactions), from the local span file under "
+        "AGENT_GATEWAY_HOME; sessions proxied through serve are serve's to count.",
     )
     spend.add_argument(
         "--redis-url", metavar="URL", type=values.redis_url,
