@@ -1,4 +1,6 @@
-"""A stdio MCP server with two tools that do nothing: enough for Claude Code to list and call them."""
+"""A stdio MCP server with two tools that do nothing: enough for Claude Code to list and
+call them (tests/e2e/test_rule_parity.py)."""
+
 import json
 import sys
 
