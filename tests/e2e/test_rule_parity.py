@@ -1,14 +1,14 @@
 """Each rule of a table, in Claude Code 2.1.332's `permissions.deny` and in a gateway policy's:
 what Claude Code warns about it at start-up and what it decides in `-p` runs whose scripted
-model asks for each probe call, against what the gateway decides and what `policy check`
-(gateway/policy/parity.py) says about the rule.
+model asks for each probe call, against what the gateway decides and what `agent-gateway
+policy check` says about the rule (run on a policy file holding the whole table).
 
-- A rule `read_rule` calls the same: Claude Code never denies a probe the gateway allows, and
-  on the rule as written (the probes marked `written`) both decide alike; Claude Code does
-  not warn about it.
-- A rule it calls different: Claude Code warns about it, or decides a probe otherwise.
-- A rewrite it offers (`mirror`): Claude Code, given the rewrite, decides every probe as the
-  gateway decides the original.
+- A rule `policy check` does not report: Claude Code never denies a probe the gateway allows,
+  and on the rule as written (the probes marked `written`) both decide alike; Claude Code
+  does not warn about it.
+- A rule it reports: Claude Code warns about it, or decides a probe otherwise.
+- A rewrite it offers ("in Claude Code's syntax: ..."): Claude Code, given the rewrite, decides
+  every probe as the gateway decides the original.
 
 The settings file sits outside the project, as a managed drop-in or `--settings` does. Bash
 probes run harmless commands (`echo`) with the rule's shape, since an allowed probe runs.
@@ -214,11 +214,40 @@ class Observed:
     claude_rewrite: list[bool] | None
 
 
+@dataclass(frozen=True)
+class Checked:
+    reported: bool
+    rewrite: str | None
+
+
 @pytest.fixture(scope="module")
-def observed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Observed]:
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Checked]:
+    """What `policy check` says about each rule of the table: a note, and a rewrite."""
+    rules = [rule for rule, _ in TABLE] + WARNED_ONLY
+    policy = tmp_path_factory.mktemp("check") / "org.yaml"
+    policy.write_text("version: 1\npermissions:\n  deny:\n"
+                      + "".join(f"    - {json.dumps(rule)}\n" for rule in rules))
+    proc = subprocess.run([sys.executable, "-m", "gateway", "policy", "check", str(policy)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    notes = {int(line.split(":")[1]): line for line in proc.stderr.splitlines()
+             if ": note: " in line}
+    found = {}
+    for line_number, rule in enumerate(rules, start=4):
+        note = notes.get(line_number)
+        assert note is None or f"note: {rule} means something else" in note, note
+        rewrite = note.split("in Claude Code's syntax: ", 1)[1] if note and (
+            "in Claude Code's syntax: " in note) else None
+        found[rule] = Checked(note is not None, rewrite)
+    return found
+
+
+@pytest.fixture(scope="module")
+def observed(tmp_path_factory: pytest.TempPathFactory, checked: dict[str, Checked]
+             ) -> dict[str, Observed]:
     jobs: list[tuple[str, str, Probe]] = []  # (rule as run in Claude Code, table rule, probe)
     for rule, probes in TABLE:
-        mirror = read_rule(rule).mirror
+        mirror = checked[rule].rewrite
         for probe in probes:
             jobs.append((rule, rule, probe))
             if mirror is not None and mirror != rule:
@@ -253,14 +282,16 @@ def _rows() -> Iterator[Any]:
 
 @pytest.mark.parametrize(("rule", "probes"), list(_rows()))
 def test_policy_check_reads_the_rule_as_claude_code_does(
-    rule: str, probes: list[Probe], observed: dict[str, Observed], warnings: str
+    rule: str, probes: list[Probe], observed: dict[str, Observed], warnings: str,
+    checked: dict[str, Checked],
 ) -> None:
     seen = observed[rule]
-    reading = read_rule(rule)
+    reported = checked[rule].reported
+    assert reported == (not read_rule(rule).same)  # the floor and the report agree
     table = [f"{p.tool} {p.input}: claude {'deny' if c else 'allow'}, gateway "
              f"{'deny' if g else 'allow'}" for p, c, g in zip(probes, seen.claude, seen.gateway,
                                                               strict=True)]
-    if reading.same:
+    if not reported:
         assert not _warned(warnings, rule), warnings
         for probe, claude, gateway in zip(probes, seen.claude, seen.gateway, strict=True):
             assert not (claude and not gateway), table  # never denies what the gateway allows
@@ -270,13 +301,15 @@ def test_policy_check_reads_the_rule_as_claude_code_does(
         disagree = seen.claude != seen.gateway
         assert _warned(warnings, rule) or disagree, table
     if seen.claude_rewrite is not None:
-        assert seen.claude_rewrite == seen.gateway, (reading.mirror, table)
+        assert seen.claude_rewrite == seen.gateway, (checked[rule].rewrite, table)
 
 
 @pytest.mark.parametrize("rule", WARNED_ONLY)
-def test_rules_claude_code_warns_about_are_reported(rule: str, warnings: str) -> None:
+def test_rules_claude_code_warns_about_are_reported(
+    rule: str, warnings: str, checked: dict[str, Checked]
+) -> None:
     assert _warned(warnings, rule), warnings
-    assert not read_rule(rule).same
+    assert checked[rule].reported
 
 
 def test_a_tool_name_nothing_has_is_an_error_on_both_sides(warnings: str) -> None:
