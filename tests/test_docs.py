@@ -2,11 +2,13 @@
 says why it is not, so no documented command goes stale.
 
 A block runs when the line above its fence is `<!-- runnable -->`; `<!-- runnable: background
--->` starts a long-running command (a scripted API) and waits for the lines it prints, and a
-later background block first stops the earlier one, as the reader's Ctrl-C would. `<!-- not
+-->` starts long-running commands, one per line (a scripted API, `serve`), and waits for each
+to say it is ready, and a later background block first stops the earlier ones, as the
+reader's Ctrl-C would. `<!-- not
 runnable: why -->` exempts a block. One document's blocks run in order in one bash session, in a
 scratch directory holding copies of policies/ and examples/, with its own HOME and
-AGENT_GATEWAY_HOME, offline; the only change made to the text is a free port for 8788.
+AGENT_GATEWAY_HOME, offline, with the Claude Code the SDK bundles as `claude` on PATH;
+the only change made to the text is free ports for 8788 and 8787.
 """
 
 from __future__ import annotations
@@ -23,12 +25,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.harness import CLAUDE_BIN
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 CODE_LANGUAGES = {"sh", "bash", "shell", "console", "python", "py"}
 MARKER = re.compile(r"^\s*<!-- (runnable|runnable: background|not runnable: .+) -->\s*$")
 FENCE = re.compile(r"^\s*```([\w-]*)\s*$")
-PORT = "8788"
+PORTS = ("8788", "8787")
+"""Ports the documents name (the scripted API's, serve's): each run gets free ones."""
 # What each document's run must show, beyond succeeding.
 EXPECTED = {
     "README.md": [
@@ -47,6 +52,11 @@ EXPECTED = {
         "transcript archived before compaction: ",
         "archive verify: OK, 1 archives",
         "compaction ",
+        # the gateway section, through serve: auth off, then on
+        "runs with authentication off: the settings send no token",
+        "auth off, remote runs off", "auth on, remote runs off",
+        "sessions need `export AGENT_GATEWAY_TOKEN=",
+        "refused the recursive delete",
     ],
     "policy.md": ["0 failed", "rule: org.yaml:permissions.deny[1]", "Read(**/.env)",
                   "  abstain -> deny: 1", '"rule_id": "team.yaml:permissions.deny[1]"'],
@@ -56,6 +66,11 @@ EXPECTED = {
     "service.md": [],
     "sandbox.md": ["enforced by: sandbox", "decision: deny", "enforced by: hook"],
 }
+
+COUNTS = {"README.md": {
+    # the tour's `run`, then `claude -p` through serve with authentication off and on
+    "refused the recursive delete, so nothing was removed": 3,
+}}
 
 
 @dataclass(frozen=True)
@@ -108,29 +123,33 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def script(documented: list[Block], port: int) -> str:
+def script(documented: list[Block], ports: dict[str, int]) -> str:
     parts = [
         "set -euo pipefail",
         "background=''",
-        "stop_background() { if [ -n \"$background\" ]; then kill \"$background\" 2>/dev/null "
-        "|| true; wait \"$background\" 2>/dev/null || true; background=''; fi; }",
+        "stop_background() { for pid in $background; do kill \"$pid\" 2>/dev/null || true; "
+        "wait \"$pid\" 2>/dev/null || true; done; background=''; }",
         "trap stop_background EXIT",
     ]
     for number, block in enumerate(documented):
         where = f"# {block.path.name}:{block.line}"
-        text = block.text.replace(PORT, str(port))
+        text = block.text
+        for documented_port, free in ports.items():
+            text = text.replace(documented_port, str(free))
         if block.marker == "runnable: background":
-            command = text.strip()
-            assert "\n" not in command, f"{where}: a background block is one command"
-            out = f"background-{number}.out"
-            parts += [
-                where,
-                "stop_background",
-                f"{command} > {out} 2> background-{number}.err &",
-                "background=$!",
-                f"for _ in $(seq 300); do grep -q '^export ' {out} && break; sleep 0.1; done",
-                f"grep -q '^export ' {out} || {{ cat background-{number}.err; exit 1; }}",
-            ]
+            # one long-running command per line, started together (a reader's terminals);
+            # each is waited for until it says it is ready
+            parts += [where, "stop_background"]
+            for line_number, command in enumerate(text.strip().splitlines()):
+                name = f"background-{number}-{line_number}"
+                parts += [
+                    f"{command.strip()} > {name}.out 2> {name}.err &",
+                    "background=\"$background $!\"",
+                    f"for _ in $(seq 300); do grep -qs -e '^export ' -e 'listening on' "
+                    f"{name}.out {name}.err && break; sleep 0.1; done",
+                    f"grep -qs -e '^export ' -e 'listening on' {name}.out {name}.err "
+                    f"|| {{ cat {name}.err; exit 1; }}",
+                ]
         elif block.language == "python":
             parts += [where, f"python - <<'PYTHON_BLOCK'\n{text}PYTHON_BLOCK"]
         else:
@@ -144,10 +163,15 @@ def _environment(tmp_path: Path) -> dict[str, str]:
         key: value for key, value in os.environ.items()
         if not key.startswith(("ANTHROPIC_", "CLAUDE_CODE_", "OTEL_", "TRACE", "AGENT_GATEWAY_"))
     }
+    # `claude` on PATH, as for a reader who runs it: the binary the SDK bundles
+    claude = tmp_path / "bin" / "claude"
+    claude.parent.mkdir(exist_ok=True)
+    claude.symlink_to(CLAUDE_BIN)
     env.update(
         HOME=str(tmp_path / "home"),
         AGENT_GATEWAY_HOME=str(tmp_path / "gateway-home"),
-        PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
+        PATH=os.pathsep.join([str(Path(sys.executable).parent), str(claude.parent),
+                              env.get("PATH", "")]),
         COLUMNS="200",
     )
     return env
@@ -168,7 +192,7 @@ def test_documented_commands_run_as_written(path: Path, tmp_path: Path) -> None:
     for directory in ("policies", "examples"):
         shutil.copytree(ROOT / directory, work / directory)
     proc = subprocess.run(
-        ["bash", "-c", script(runnable(path), _free_port())], cwd=work,
+        ["bash", "-c", script(runnable(path), {p: _free_port() for p in PORTS})], cwd=work,
         env=_environment(tmp_path), capture_output=True, text=True, timeout=600, check=False,
     )
     output = proc.stdout + proc.stderr
@@ -176,3 +200,5 @@ def test_documented_commands_run_as_written(path: Path, tmp_path: Path) -> None:
     assert "Traceback" not in output, output[-6000:]
     for expected in EXPECTED[path.name]:
         assert expected in output, f"{expected!r} not in the output:\n{output[-6000:]}"
+    for expected, times in COUNTS.get(path.name, {}).items():
+        assert output.count(expected) == times, output[-6000:]

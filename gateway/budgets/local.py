@@ -1,6 +1,10 @@
-"""A run's spend from the local span file (AGENT_GATEWAY_HOME/spans/spans.jsonl): each chat
-span's usage, priced again from the price table in nano-dollars, counted in the window its
-call started in. Read-only: the spans are the record of what `agent-gateway run` spent."""
+"""What `agent-gateway run` spent, from the local span file (AGENT_GATEWAY_HOME/spans/
+spans.jsonl): each chat span's usage, priced again from the price table in nano-dollars, and
+each compaction's cost (its model call is not a chat span in `run`), counted in the window the
+call started in. Sessions behind `serve` write to the same file when it shares the home; their
+traces are left out (serve counts them itself, in Redis or in its own memory): a trace is
+serve's when its chat spans are the proxy's, which carry the HTTP status of their attempt.
+Read-only: the spans are the record of what `run` spent."""
 
 from __future__ import annotations
 
@@ -38,25 +42,42 @@ def chat_model(attrs: Mapping[str, Any]) -> str:
 
 
 def chat_costs(path: Path, prices: PriceTable) -> Iterator[tuple[float, str, int]]:
-    """(start in seconds, model, nano-dollars) of every priced chat span in the file."""
+    """(start in seconds, model, nano-dollars) of every priced chat and compaction of the
+    traces `run` wrote to the file."""
     if not path.exists():
         return
+    costs: dict[str, list[tuple[float, str, int]]] = {}
+    proxied: set[str] = set()
     with path.open(encoding="utf-8") as handle:
         for line in handle:
-            if '"chat' not in line:  # most lines are tool and root spans: skip them unparsed
+            # most lines are tool, turn and root spans: skip them unparsed
+            if '"chat' not in line and '"compaction"' not in line:
                 continue
             try:
                 record = json.loads(line)
                 attrs = record.get("attributes") or {}
+                trace = str(record.get("trace_id") or "")
+                started = int(record.get("start_ns") or 0) / 1e9
+                if record.get("name") == "compaction":
+                    usd = attrs.get(A.COMPACTION_COST_USD)
+                    if isinstance(usd, int | float) and not isinstance(usd, bool) and usd > 0:
+                        costs.setdefault(trace, []).append((started, "", round(usd * 1e9)))
+                    continue
                 if attrs.get(A.GEN_AI_OPERATION_NAME) != A.OP_CHAT:
+                    continue
+                if A.HTTP_RESPONSE_STATUS_CODE in attrs:
+                    proxied.add(trace)
                     continue
                 usage = chat_usage(attrs)
                 model = chat_model(attrs)
                 cost = prices.cost_nanos(model, usage) if usage is not None else None
                 if cost is not None:
-                    yield int(record.get("start_ns") or 0) / 1e9, model, cost
+                    costs.setdefault(trace, []).append((started, model, cost))
             except (ValueError, TypeError, AttributeError):
                 continue
+    for trace, entries in costs.items():
+        if trace not in proxied:
+            yield from entries
 
 
 class SpanFileLedger:

@@ -17,7 +17,9 @@ def add_parser(sub: Subcommands) -> None:
     )
     lst.add_argument("--session", metavar="SESSION", help="only this session")
     lst.add_argument(
-        "--decision", choices=("allow", "deny", "ask", "abstain"), help="only this decision"
+        "--decision", choices=("allow", "deny", "ask", "abstain", "none", "block", "refused"),
+        help="only this decision (none: an observed event; block: a compaction blocked; "
+        "refused: a request refused before anything ran)"
     )
     lst.add_argument("--rule", metavar="ID", help="only decisions made by this rule id")
     lst.add_argument(

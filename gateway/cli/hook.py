@@ -14,6 +14,8 @@ HOOK_EVENTS = ("pre-tool-use", "pre-compact")
 
 
 def add_parser(sub: Subcommands) -> None:
+    from gateway.cli import values
+
     hook = sub.add_parser(
         "hook", help="Claude Code command hook: hook JSON on stdin, decision on stdout",
         description="The command hook Claude Code runs: the hook input JSON on stdin, the "
@@ -33,6 +35,7 @@ def add_parser(sub: Subcommands) -> None:
     )
     hook.add_argument(
         "--remote",
+        type=values.http_url,
         metavar="URL",
         help="ask the gateway at URL instead (exit 2, blocking, if it cannot answer)",
     )
@@ -46,7 +49,7 @@ def add_parser(sub: Subcommands) -> None:
     )
     hook.add_argument(
         "--timeout",
-        type=float,
+        type=values.positive_float,
         default=10.0,
         metavar="SECONDS",
         help="with --remote: how long to wait for the gateway",

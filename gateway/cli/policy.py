@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from gateway.cli import values
 from gateway.cli.parser import Parser, Subcommands
 
 
@@ -41,7 +42,7 @@ def add_parser(sub: Subcommands) -> None:
     explain.add_argument("--path", metavar="PATH",
                          help="with a file tool (Read, Edit, Write, ...): the file")
     explain.add_argument("--url", metavar="URL", help="with --tool WebFetch: the URL")
-    explain.add_argument("--cwd", metavar="DIR",
+    explain.add_argument("--cwd", metavar="DIR", type=values.directory,
                          help="the session's working directory (default: the current one)")
     explain.add_argument("--hook-only", action="store_true",
                          help="decide as a session without the OS sandbox (with `sandbox: "
@@ -71,7 +72,7 @@ def add_parser(sub: Subcommands) -> None:
                         help="write one JSON line per decided call: tool_use_id, tool_name, "
                         "decision, rule_id, reason, enforced_by ('-': stdout, the summary then "
                         "goes to stderr)")
-    replay.add_argument("--cwd", metavar="DIR",
+    replay.add_argument("--cwd", metavar="DIR", type=values.directory,
                         help="the session directory for calls whose source records none (audit "
                         "logs; default: the current directory)")
     replay.add_argument("--json", action="store_true",

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from gateway.cli import values
 from gateway.cli.parser import Subcommands, csv_list
 
 if TYPE_CHECKING:
@@ -34,12 +35,12 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cwd", help="working directory of the agent (default: current directory)")
     p.add_argument("--model", help="model name or alias, e.g. claude-opus-5-5")
     p.add_argument(
-        "--max-turns", type=_positive_int, metavar="N",
+        "--max-turns", type=values.positive_int, metavar="N",
         help="stop after N turns (error_max_turns); at least 1",
     )
     p.add_argument(
         "--max-budget-usd",
-        type=_positive_float,
+        type=values.positive_float,
         metavar="USD",
         help="stop when the run's cost reaches USD (error_max_budget_usd); above 0",
     )
@@ -110,26 +111,6 @@ def _options(p: argparse.ArgumentParser) -> None:
         help="text mode: print only the answer (no session id, tool calls, retries or cost "
         "on stderr)",
     )
-
-
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value} is below 1")
-    return number
-
-
-def _positive_float(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
-    if not number > 0 or number == float("inf"):
-        raise argparse.ArgumentTypeError(f"{value} must be a number above 0")
-    return number
 
 
 AUTOCOMPACT_MIN_TOKENS = 100_000

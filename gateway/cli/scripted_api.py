@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from gateway.cli import values
 from gateway.cli.parser import Subcommands
 
 if TYPE_CHECKING:
@@ -25,10 +26,12 @@ def add_parser(sub: Subcommands) -> None:
         "at it; examples/scenarios/ holds two scenarios.",
     )
     p.add_argument(
-        "--scenario", required=True, metavar="FILE", help="scenario YAML: scripted responses"
+        "--scenario", required=True, type=values.readable_file, metavar="FILE",
+        help="scenario YAML: scripted responses"
     )
     p.add_argument(
-        "--port", type=int, default=0, metavar="N", help="port to listen on (default: any free)"
+        "--port", type=values.any_port, default=0, metavar="N",
+        help="port to listen on (default: any free)"
     )
 
 
@@ -72,6 +75,9 @@ def run(args: argparse.Namespace) -> int:
         print("# In another shell, point Claude Code or agent-gateway run at it:")
         for name, value in environment(server.url).items():
             print(f"export {name}={value}")
+        print("# Or put the gateway service in front of it (sessions wired by "
+              "`agent-gateway settings` send their model requests to serve):")
+        print(f"#   agent-gateway serve --policy POLICY --upstream {server.url}")
         sys.stdout.flush()
         stop.wait()
     finally:

@@ -11,13 +11,15 @@ import argparse
 import ipaddress
 import logging
 import os
+import socket
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gateway.cli import values
 from gateway.cli.parser import Subcommands
-from gateway.env import TOKEN_ENV, TOKENS_FILE_ENV, gateway_token
+from gateway.env import METRICS_TOKEN_ENV, TOKEN_ENV, TOKENS_FILE_ENV, gateway_token
 from gateway.env import tokens_file as env_tokens_file
 from gateway.errors import GatewayError, one_line
 
@@ -102,28 +104,80 @@ def serve_command(args: ServeArgs) -> int:
         if not os.path.isdir(root):
             print(f"{prog}: error: --runs-root {root} is not a directory", file=sys.stderr)
             return 2
+    from gateway.env import REDIS_URL_ENV, redis_url
+
+    if args.redis_url is None and (shared := redis_url()) is not None:
+        from gateway.cli.values import redis_url as valid_redis_url
+
+        try:
+            valid_redis_url(shared)
+        except argparse.ArgumentTypeError as exc:
+            print(f"{prog}: error: {REDIS_URL_ENV}: {exc}", file=sys.stderr)
+            return 2
+    from gateway.integrity.keys import keys_from_env
+    from gateway.policy import load_policy
+    from gateway.server.auth import load_tokens
+
+    try:
+        load_policy(args.policy)  # what the service loads again: a bad file stops it here
+        tokens = load_tokens(token, tokens_file)
+        keys_from_env()  # a bad key file stops the service now, not at its first decision
+    except GatewayError as exc:
+        print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    # Bound before anything starts (workers, stores, telemetry): a port in use, or an
+    # address this host does not have, is one line and nothing else happened.
+    try:
+        sockets = bind(args.host, args.port)
+    except OSError as exc:
+        reason = os.strerror(exc.errno).lower() if exc.errno else one_line(exc)
+        print(f"{prog}: error: cannot listen on {args.host}:{args.port}: {reason}",
+              file=sys.stderr)
+        return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     try:
-        return _serve(args, token, tokens_file)
+        return _serve(args, tokens, sockets)
     except GatewayError as exc:
         print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:
         print(f"{prog}: error: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
-def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
+def bind(host: str, port: int) -> list[socket.socket]:
+    """Listening sockets for every address `host` names (as aiohttp would bind them)."""
+    sockets: list[socket.socket] = []
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(128)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+def _serve(args: ServeArgs, tokens: TokenTable, sockets: list[socket.socket]) -> int:
     from aiohttp import web
 
     from gateway.env import gateway_home, metrics_token, otel_env, redis_url, snapshot
     from gateway.hooks.trail import audit_export_from_env
-    from gateway.integrity.keys import keys_from_env
     from gateway.sdk.agent_env import remote_agent_env, without_secrets
     from gateway.sdk.private_process import make_private
     from gateway.server.app import ServeConfig, create_app
-    from gateway.server.auth import load_tokens
     from gateway.server.exchange_metrics import both, exchange_metrics
     from gateway.server.owners import LocalSessionOwners, RedisSessionOwners, SessionOwners
     from gateway.server.service import WORKER_PRELOAD, GatewayService
@@ -134,8 +188,6 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     from gateway.telemetry.metrics import metric_settings, open_metrics
 
     make_private()  # remote runs' agents run as this user: its environment stays its own
-    keys_from_env()  # a bad key file stops the service now, not at its first decision
-    tokens = load_tokens(token, tokens_file)
     shared_redis = args.redis_url or redis_url()
     config = ServeConfig(
         policy_paths=list(args.policy),
@@ -215,36 +267,29 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
             f"{'; if the store is down: ' + failure if gate.ledger.shared else ''}"
         )
     if metrics.registry is not None:
-        lines.append("Prometheus metrics at GET /metrics")
-    bound = False
-
+        if tokens.enabled and not config.metrics_token:
+            lines.append(f"Prometheus metrics at GET /metrics need {METRICS_TOKEN_ENV} (with "
+                         "authentication on and none set, /metrics answers 401)")
+        elif tokens.enabled:
+            lines.append(f"Prometheus metrics at GET /metrics (Bearer {METRICS_TOKEN_ENV})")
+        else:
+            lines.append("Prometheus metrics at GET /metrics")
     def listening(_aiohttp_banner: str) -> None:
-        # run_app calls this once every socket is bound: only then is the service there.
-        nonlocal bound
-        bound = True
+        # run_app calls this once every socket listens: only then is the service there.
         for line in lines:
             print(f"agent-gateway serve: {line}", file=sys.stderr, flush=True)
 
-    try:
-        web.run_app(
-            app,
-            host=args.host,
-            port=args.port,
-            shutdown_timeout=args.drain_seconds,
-            print=listening,
-            access_log=None,
-            handle_signals=True,
-            # aiohttp's keep-alive timer runs from the connection's opening and from each
-            # answer until the next request head is complete: it is the head timeout too.
-            keepalive_timeout=args.idle_timeout_s,
-        )
-    except OSError as exc:
-        if bound:
-            raise
-        reason = os.strerror(exc.errno).lower() if exc.errno else one_line(exc)
-        print(f"agent-gateway serve: error: cannot listen on {args.host}:{args.port}: {reason}",
-              file=sys.stderr)
-        return 2
+    web.run_app(
+        app,
+        sock=sockets,
+        shutdown_timeout=args.drain_seconds,
+        print=listening,
+        access_log=None,
+        handle_signals=True,
+        # aiohttp's keep-alive timer runs from the connection's opening and from each
+        # answer until the next request head is complete: it is the head timeout too.
+        keepalive_timeout=args.idle_timeout_s,
+    )
     return 0
 
 
@@ -307,9 +352,10 @@ def add_parser(sub: Subcommands) -> None:
         help="policy file; repeat in order org, team, project",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8787, help="port (default 8787)")
+    serve.add_argument("--port", type=values.port, default=8787, help="port (default 8787)")
     serve.add_argument(
         "--upstream",
+        type=values.http_url,
         default="https://api.anthropic.com",
         metavar="URL",
         help="the Messages API to proxy to (default https://api.anthropic.com)",
@@ -317,6 +363,7 @@ def add_parser(sub: Subcommands) -> None:
     serve.add_argument(
         "--runs-root",
         dest="runs_roots",
+        type=values.directory,
         action="append",
         default=[],
         metavar="DIR",
@@ -326,6 +373,7 @@ def add_parser(sub: Subcommands) -> None:
     )
     serve.add_argument(
         "--redis-url",
+        type=values.redis_url,
         metavar="URL",
         help="Redis the replicas share (redis://host:6379/0; default $AGENT_GATEWAY_REDIS_URL): "
         "which tenant owns each session, the team budget counters, and what links a session's "
@@ -335,7 +383,7 @@ def add_parser(sub: Subcommands) -> None:
     )
     serve.add_argument(
         "--redis-timeout",
-        type=float,
+        type=values.positive_float,
         default=2.0,
         metavar="SECONDS",
         help="how long a Redis command may take before the store counts as unreachable "
@@ -351,7 +399,7 @@ def add_parser(sub: Subcommands) -> None:
     )
     serve.add_argument(
         "--reserve-output-tokens",
-        type=int,
+        type=values.positive_int,
         default=None,
         metavar="N",
         help="opt-in overshoot: hold min(max_tokens, N) output tokens per model call against "
@@ -361,7 +409,7 @@ def add_parser(sub: Subcommands) -> None:
     )
     serve.add_argument(
         "--budget-lease",
-        type=float,
+        type=values.positive_float,
         default=30.0,
         metavar="SECONDS",
         help="a call's budget hold is renewed by this replica every third of SECONDS; a hold "
@@ -370,7 +418,7 @@ def add_parser(sub: Subcommands) -> None:
     )
     serve.add_argument(
         "--max-stream-seconds",
-        type=float,
+        type=values.positive_float,
         default=3600.0,
         metavar="SECONDS",
         help="the longest a proxied model call may run, request to last byte: past it the "
@@ -380,7 +428,7 @@ def add_parser(sub: Subcommands) -> None:
     serve.add_argument(
         "--trace-idle-timeout",
         dest="trace_idle_timeout",
-        type=float,
+        type=values.positive_float,
         default=1800.0,
         metavar="SECONDS",
         help="close a session's root span, marked incomplete, after SECONDS without any of its "
@@ -389,7 +437,7 @@ def add_parser(sub: Subcommands) -> None:
     serve.add_argument(
         "--idle-timeout",
         dest="idle_timeout",
-        type=float,
+        type=values.positive_float,
         default=IDLE_TIMEOUT_S,
         metavar="SECONDS",
         help="close a connection that has not sent a whole request head within SECONDS of "
@@ -400,14 +448,14 @@ def add_parser(sub: Subcommands) -> None:
     serve.add_argument(
         "--decision-budget",
         dest="decision_budget",
-        type=float,
+        type=values.positive_float,
         default=2.0,
         metavar="SECONDS",
         help="a PreToolUse decision not made within SECONDS is a deny (default 2)",
     )
     serve.add_argument(
         "--drain-seconds",
-        type=float,
+        type=values.positive_float,
         default=30.0,
         metavar="S",
         help="on SIGTERM, how long in-flight requests get to finish (default 30)",

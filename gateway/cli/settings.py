@@ -4,59 +4,100 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
+from gateway.cli import values
 from gateway.cli.parser import Subcommands
 from gateway.errors import GatewayError
+
+PROG = "agent-gateway settings"
+ASK_TIMEOUT_S = 2.0
 
 
 def run(args: argparse.Namespace) -> int:
     from gateway.env import TOKEN_ENV
     from gateway.server.claude_settings import (
+        Floor,
         command_hook_settings,
         gateway_settings,
         managed_settings,
-        static_denies,
+        mirrored_floor,
     )
 
-    denies: list[str] = []
+    floor = Floor([], [])
     policy = None
-    if args.policy:
+    # Absolute: the settings go to another project, and the policy is named where this runs.
+    paths = [os.path.abspath(os.path.expanduser(p)) for p in args.policy]
+    if paths:
         from gateway.policy import load_policy
 
         try:
-            policy = load_policy(args.policy)
+            policy = load_policy(paths)
         except GatewayError as exc:
-            print(f"agent-gateway settings: error: {exc}", file=sys.stderr)
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
             return exc.exit_code
-        denies = static_denies(policy)
+        floor = mirrored_floor(policy)
+    with_token, asked = _with_token(args)
     if args.command_hook:
-        settings = command_hook_settings(args.url, static_denies=denies)
+        settings = command_hook_settings(args.url, static_denies=floor.denies,
+                                         with_token=with_token)
     elif args.managed:
-        settings = managed_settings(args.url, static_denies=denies)
+        settings = managed_settings(args.url, static_denies=floor.denies, with_token=with_token)
     else:
-        settings = gateway_settings(args.url, static_denies=denies, with_token=not args.no_token)
+        settings = gateway_settings(args.url, static_denies=floor.denies, with_token=with_token)
     if policy is not None and policy.sandbox == "required":
-        import os
-
         from gateway.policy.sandbox import compile_sandbox
         from gateway.server.claude_settings import with_sandbox
 
         config = compile_sandbox(policy.layers, os.path.expanduser("~"))
         settings = with_sandbox(settings, config, policy.sandbox_fingerprint)
-        print("agent-gateway settings: the policy requires Claude Code's OS sandbox (sandbox: "
+        print(f"{PROG}: the policy requires Claude Code's OS sandbox (sandbox: "
               "required): sessions need bubblewrap and socat on Linux (apt-get install "
               "bubblewrap socat); Claude Code refuses to start without them",
               file=sys.stderr)
     print(json.dumps(settings, indent=2))
-    if "apiKeyHelper" in settings:
+    if asked:
+        print(f"{PROG}: {asked}", file=sys.stderr)
+    for rule_id, text in floor.gateway_only:
+        print(f"{PROG}: only the gateway holds {rule_id} {text}: Claude Code reads it "
+              "differently, so it is not in permissions.deny (`agent-gateway policy check` "
+              "says how)", file=sys.stderr)
+    if with_token:
         print(
-            f"agent-gateway settings: sessions need `export {TOKEN_ENV}=<this gateway's token>`; "
-            "hooks send it as a header and apiKeyHelper sends it to the Messages API proxy, "
-            "beside the session's own ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN",
+            f"{PROG}: sessions need `export {TOKEN_ENV}=<this gateway's token>`; "
+            "hooks send it as a header"
+            + (" and apiKeyHelper sends it to the Messages API proxy, beside the session's "
+               "own ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN" if "apiKeyHelper" in settings
+               else ""),
             file=sys.stderr,
         )
     return 0
+
+
+def _with_token(args: argparse.Namespace) -> tuple[bool, str]:
+    """Whether sessions send a token: as the flags say, else as the gateway says it runs;
+    and what was learnt by asking it."""
+    if args.no_token:
+        return False, ""
+    if args.token:
+        return True, ""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(args.url.rstrip("/") + "/healthz",
+                                    timeout=ASK_TIMEOUT_S) as answer:
+            auth = json.loads(answer.read()).get("auth")
+    except (OSError, ValueError, AttributeError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        return True, (f"could not ask {args.url} whether it needs a token ({reason}): wrote "
+                      "settings that send one (--no-token for a gateway with authentication "
+                      "off)")
+    if auth == "off":
+        return False, (f"{args.url} runs with authentication off: the settings send no token "
+                       "(--token to send one anyway)")
+    return True, ""
 
 
 def add_parser(sub: Subcommands) -> None:
@@ -65,9 +106,13 @@ def add_parser(sub: Subcommands) -> None:
         help="print Claude Code settings JSON that wires a session to a gateway",
         description="Hooks with onFailure block (a gateway that is down, slow or erroring "
         "blocks every tool call), the token through env interpolation, "
-        "env.ANTHROPIC_BASE_URL and the policy's static denies in permissions.deny.",
+        "env.ANTHROPIC_BASE_URL and the policy's static denies in permissions.deny (the "
+        "rules Claude Code reads as the gateway does, in its syntax; the others are named on "
+        "stderr). Whether sessions send a token fits the gateway at --url (asked at "
+        "GET /healthz), unless --token or --no-token says.",
     )
-    settings.add_argument("--url", required=True, help="the gateway's base URL")
+    settings.add_argument("--url", required=True, type=values.http_url,
+                          help="the gateway's base URL (http:// or https://)")
     settings.add_argument(
         "--managed",
         action="store_true",
@@ -78,13 +123,20 @@ def add_parser(sub: Subcommands) -> None:
         action="append",
         default=[],
         metavar="PATH",
-        help="policy files whose permissions.deny rules are mirrored as a static floor",
+        help="policy files whose permissions.deny rules are mirrored as a static floor "
+        "(relative to where this runs; written as absolute paths)",
     )
     settings.add_argument(
         "--command-hook",
         action="store_true",
         help="use `agent-gateway hook pre-tool-use --remote URL` instead of http hooks",
     )
-    settings.add_argument(
-        "--no-token", action="store_true", help="send no Authorization header (auth off)"
+    token = settings.add_mutually_exclusive_group()
+    token.add_argument(
+        "--no-token", action="store_true",
+        help="send no token (a gateway with authentication off); default: ask the gateway",
+    )
+    token.add_argument(
+        "--token", action="store_true",
+        help="send $AGENT_GATEWAY_TOKEN (a gateway with authentication on) without asking it",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gateway.cli import values
 from gateway.cli.parser import Subcommands
 
 PROG = "agent-gateway spend"
@@ -17,14 +18,15 @@ def add_parser(sub: Subcommands) -> None:
         description="Each team's budget counters for the current UTC day, week or month. "
         "With --redis-url (or AGENT_GATEWAY_REDIS_URL): the counters every `serve` replica "
         "shares, for the teams of the tokens file. Without: what `agent-gateway run` spent "
-        "on this machine, from the local span file under AGENT_GATEWAY_HOME.",
+        "on this machine (its chats and compactions), from the local span file under "
+        "AGENT_GATEWAY_HOME; sessions proxied through serve are serve's to count.",
     )
     spend.add_argument(
-        "--redis-url", metavar="URL",
+        "--redis-url", metavar="URL", type=values.redis_url,
         help="the Redis of the serve replicas (default $AGENT_GATEWAY_REDIS_URL)",
     )
     spend.add_argument(
-        "--tokens-file", metavar="FILE",
+        "--tokens-file", metavar="FILE", type=values.readable_file,
         help="the tokens file with the teams' budgets (default $AGENT_GATEWAY_TOKENS_FILE)",
     )
     spend.add_argument("--team", action="append", default=[], metavar="NAME",

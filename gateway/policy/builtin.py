@@ -20,6 +20,14 @@ CLAUDE_SETTINGS = (
     "//etc/claude-code/**", "//Library/Application Support/ClaudeCode/**",
 )
 """User, project (relative to the session root) and managed settings, and hook scripts."""
+SESSION_STARTUP = (
+    "~/.bashrc", "~/.bash_profile", "~/.bash_login", "~/.bash_logout", "~/.profile",
+    "~/.zshrc", "~/.zshenv", "~/.zprofile", "~/.zlogin",
+    "~/.claude.json", "/.mcp.json",
+)
+"""What later shells and sessions run: shell start-up files (every login or interactive
+shell, a hook's `bash -lc`), Claude Code's user state (its MCP servers, per project) and the
+project's MCP server list, started by the next session."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,9 @@ def builtin_rules(protected: Protected) -> list[BuiltinRule]:
         BuiltinRule("builtin:claude-settings", EDIT_TOOLS, CLAUDE_SETTINGS,
                     "Claude Code's settings and hooks wire the gateway in; the agent may not "
                     "change them"),
+        BuiltinRule("builtin:session-startup", EDIT_TOOLS, SESSION_STARTUP,
+                    "shell start-up files and Claude Code's MCP server lists run code in later "
+                    "shells and sessions; the agent may not change them"),
         BuiltinRule("builtin:gateway-code", EDIT_TOOLS,
                     tuple(p for path in protected.code for p in (_absolute(path),
                                                                  _absolute(path) + "/**")),

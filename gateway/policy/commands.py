@@ -23,27 +23,48 @@ if TYPE_CHECKING:
 
 def policy_check(paths: Sequence[str], *, out: TextIO | None = None,
                  err: TextIO | None = None) -> int:
-    """Validate the files as layered; warn (file:line) about tool names that match nothing."""
+    """Validate the files as layered: an error (file:line) for a tool name that matches
+    nothing, a note (file:line) for every rule Claude Code reads with another meaning."""
     from gateway.policy.cache import read_files
     from gateway.policy.loader import compile_bundle, validate
-    from gateway.policy.tool_names import tool_warnings
+    from gateway.policy.parity import differences
+    from gateway.policy.tool_names import tool_errors
     from gateway.policy.yamlsrc import load_source
 
     out, err = out or sys.stdout, err or sys.stderr
+    if (unusable := _unreadable(paths)) is not None:
+        print(unusable, file=err)
+        return 2
     try:
         bundle = read_files(paths)
         policy = compile_bundle(bundle)
         sources = [load_source(path, data.decode("utf-8")) for path, data in bundle]
-        warnings = tool_warnings([(source, validate(source)) for source in sources])
+        files = [(source, validate(source)) for source in sources]
     except GatewayError as exc:
         print(exc, file=err)
         return 1
-    for warning in warnings:
-        print(warning, file=err)
-    noted = f", {len(warnings)} warning(s)" if warnings else ""
+    errors = tool_errors(files)
+    for error in errors:
+        print(error, file=err)
+    if errors:
+        return 1
+    notes = differences(files)
+    for note in notes:
+        print(note, file=err)
+    noted = (f", {len(notes)} rule(s) Claude Code reads differently (only the gateway holds "
+             "them as written)" if notes else "")
     print(f"ok: {policy.rule_count} rules in {len(policy.file_layers)} file(s), "
           f"bundle sha256:{policy.bundle_hash}{noted}", file=out)
     return 0
+
+
+def _unreadable(paths: Sequence[str]) -> str | None:
+    """A policy file that cannot be used at all (exit 2), as opposed to a bad one (exit 1)."""
+    for path in paths:
+        if not os.path.isfile(path):
+            what = "no such file" if not os.path.exists(path) else "not a file"
+            return f"{path}: cannot read policy file: {what}"
+    return None
 
 
 PATH_FIELDS = {"NotebookEdit": "notebook_path", "Glob": "path", "Grep": "path", "LS": "path"}
@@ -145,6 +166,9 @@ def policy_test(paths: Sequence[str], *, out: TextIO | None = None,
     from gateway.policy.testcases import run_cases, tests_path
 
     out, err = out or sys.stdout, err or sys.stderr
+    if (unusable := _unreadable(paths)) is not None:
+        print(unusable, file=err)
+        return 2
     try:
         outcomes = run_cases(paths)
     except GatewayError as exc:

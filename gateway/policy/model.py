@@ -93,6 +93,10 @@ class PolicyFile(_Strict):
     rules: tuple[RuleSpec, ...] = ()
     limits: LimitsSpec = LimitsSpec()
     compaction: CompactionSettings | None = None
+    tools: tuple[str, ...] = ()
+    """Tools the sessions have beyond Claude Code's own (an SDK app's custom tools), so that
+    rules may name them: a rule naming a tool that is neither Claude Code's, an MCP tool nor
+    declared here is an error (it would never match)."""
     self_protection: bool = True
     """The built-in rules that protect the gateway (org file only; false is audited)."""
     sandbox: Literal["required", "off"] = "off"

@@ -1,5 +1,6 @@
-"""Tool names Claude Code knows (claude_code_tools.yaml), for warnings about names that match
-nothing: a misspelled `Bsh(rm:*)` is valid syntax and silently never applies."""
+"""Tool names Claude Code knows (claude_code_tools.yaml), for errors about names that match
+nothing: a misspelled `Bsh(rm:*)` is valid syntax and silently never applies, in the gateway
+and in Claude Code alike. Tools of an SDK app are declared in a policy file's `tools:`."""
 
 from __future__ import annotations
 
@@ -25,24 +26,28 @@ def known_tools() -> frozenset[str]:
     return frozenset(name for names in data.values() for name in names)
 
 
-def unknown_tool(name: str) -> str | None:
-    """None for a tool Claude Code has (or an MCP name, or a glob); else a warning's text."""
-    if name in known_tools() or _MCP.match(name) or "*" in name:
+def unknown_tool(name: str, declared: frozenset[str] = frozenset()) -> str | None:
+    """None for a tool Claude Code has (or an MCP name, a glob, a declared tool); else the
+    error's text."""
+    if name in known_tools() or name in declared or _MCP.match(name) or "*" in name:
         return None
-    close = difflib.get_close_matches(name, sorted(known_tools()), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(name, sorted(known_tools() | declared), n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]}?)" if close else ""
-    return f"Claude Code has no tool named {name!r}{hint}: this rule never matches"
+    return (f"Claude Code has no tool named {name!r}{hint}: this rule never matches "
+            "(declare an SDK app's own tools under tools:)")
 
 
-def tool_warnings(files: Sequence[tuple[Source, PolicyFile]]) -> list[str]:
-    """`file:line: warning: ...` for every rule naming a tool Claude Code does not have."""
-    warnings = []
+def tool_errors(files: Sequence[tuple[Source, PolicyFile]]) -> list[str]:
+    """`file:line: error: ...` for every rule naming a tool Claude Code does not have and no
+    file of the bundle declares."""
+    declared = frozenset(name for _, spec in files for name in spec.tools)
+    errors = []
     for source, spec in files:
         for loc, name in _tool_names(spec):
-            problem = unknown_tool(name)
+            problem = unknown_tool(name, declared)
             if problem is not None:
-                warnings.append(f"{source.path}:{source.line(loc)}: warning: {problem}")
-    return warnings
+                errors.append(f"{source.path}:{source.line(loc)}: error: {problem}")
+    return errors
 
 
 def _tool_names(spec: PolicyFile) -> Iterator[tuple[Loc, str]]:

@@ -232,8 +232,11 @@ async def _metrics(request: web.Request) -> web.Response:
     return web.Response(body=text, headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
 
 
-async def _healthz(_request: web.Request) -> web.Response:
-    return web.json_response({"status": "ok"})
+async def _healthz(request: web.Request) -> web.Response:
+    # Whether callers need a token: `agent-gateway settings` writes what fits. Anyone can
+    # learn it anyway from a 401.
+    auth = "on" if request.app[CONFIG].tokens.enabled else "off"
+    return web.json_response({"status": "ok", "auth": auth})
 
 
 async def _readyz(request: web.Request) -> web.Response:

@@ -18,7 +18,7 @@ other, the session's own Anthropic credential, upstream.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, NotRequired, TypedDict
 
 from gateway.env import TOKEN_ENV
 
@@ -145,39 +145,64 @@ def command_hook_handler(command: str) -> HookHandler:
 
 
 def command_hook_settings(
-    url: str, *, static_denies: Sequence[str] = (), gateway_command: str = "agent-gateway"
+    url: str, *, static_denies: Sequence[str] = (), gateway_command: str = "agent-gateway",
+    with_token: bool = True,
 ) -> ClaudeSettings:
     """The command-hook form: `agent-gateway hook pre-tool-use --remote URL`, which exits 2
     (blocks) whenever the gateway cannot answer."""
     base = url.rstrip("/")
     command = f"{gateway_command} hook pre-tool-use --remote {base}"
-    return {
+    settings: ClaudeSettings = {
         "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [command_hook_handler(command)]}]},
         "permissions": {"deny": list(dict.fromkeys(static_denies))},
         "env": {"ANTHROPIC_BASE_URL": base, "CLAUDE_CODE_MAX_RETRIES": MAX_RETRIES},
-        "apiKeyHelper": API_KEY_HELPER,
     }
+    if with_token:
+        settings["apiKeyHelper"] = API_KEY_HELPER
+    return settings
 
 
-def static_denies(policy: Policy) -> list[str]:
-    """The enforced `permissions.deny` rules of every layer, verbatim, org first.
+class Floor(NamedTuple):
+    """The policy's denies as Claude Code's own `permissions.deny`."""
 
-    Claude Code applies these itself, so they hold even when no gateway answers.
-    """
+    denies: list[str]
+    """Rules Claude Code enforces with the gateway's meaning, rewritten to its syntax where
+    the gateway's spelling means something else to it (policy/parity.py)."""
+    gateway_only: list[tuple[str, str]]
+    """(rule id, rule) of the denies Claude Code has no same-meaning rule for: only the
+    gateway holds them."""
+
+
+def mirrored_floor(policy: Policy) -> Floor:
+    """The enforced `permissions.deny` rules of every layer, org first, as Claude Code reads
+    them. Claude Code applies these itself, so they hold even when no gateway answers."""
+    from gateway.policy.parity import read_rule
+
     denies: list[str] = []
+    gateway_only: list[tuple[str, str]] = []
     for layer in policy.layers:
         if layer.mode != "enforce":
             continue
         for rule in layer.rules:
             if rule.decision == "deny" and not rule.monitor and ":permissions.deny[" in rule.id:
-                denies.append(rule.text)
-    return list(dict.fromkeys(denies))
+                mirror = read_rule(rule.text).mirror
+                if mirror is None:
+                    gateway_only.append((rule.id, rule.text))
+                else:
+                    denies.append(mirror)
+    return Floor(list(dict.fromkeys(denies)), gateway_only)
 
 
-def managed_settings(url: str, *, static_denies: Sequence[str] = ()) -> ClaudeSettings:
+def static_denies(policy: Policy) -> list[str]:
+    """`mirrored_floor(policy).denies`."""
+    return mirrored_floor(policy).denies
+
+
+def managed_settings(url: str, *, static_denies: Sequence[str] = (), with_token: bool = True
+                     ) -> ClaudeSettings:
     """A managed-settings.d drop-in: the same wiring, plus bypass mode switched off so a
     user cannot skip the gateway's decisions with --dangerously-skip-permissions."""
-    settings = gateway_settings(url, static_denies=static_denies)
+    settings = gateway_settings(url, static_denies=static_denies, with_token=with_token)
     settings["permissions"]["disableBypassPermissionsMode"] = "disable"
     return settings
 

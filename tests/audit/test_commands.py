@@ -113,3 +113,23 @@ def test_a_closed_pipe_ends_the_listing_quietly(tmp_path: Path) -> None:
     proc.stdout.close()  # `| head -1`
     assert proc.wait(timeout=60) == 0
     assert first.split()[0] == b"1" and proc.stderr.read() == b""
+
+
+def test_every_decision_list_prints_is_one_it_selects_by(tmp_path: Path) -> None:
+    """`audit list` prints refused requests, observed events and blocked compactions: each
+    is a --decision the command line takes."""
+    from gateway.audit.log import append_record
+    from gateway.cli.main import build_parser
+    from gateway.server.audit_events import BLOCK, NONE, REFUSED, event_record
+
+    path = tmp_path / "audit.jsonl"
+    for number, decision in enumerate((REFUSED, NONE, BLOCK, REFUSED)):
+        append_record(event_record("PreCompact", {"session_id": f"s{number}"}, "team-a",
+                                   decision=decision, reason="why"), path)
+    printed = {line.split()[2] for line in _list(path)[1]}
+    assert printed == {REFUSED, NONE, BLOCK}
+    for decision in sorted(printed):
+        args = build_parser().parse_args(["audit", "list", "--decision", decision])
+        selected = _list(path, decision=args.decision)[1]
+        assert selected and all(line.split()[2] == decision for line in selected)
+    assert len(_list(path, decision=REFUSED)[1]) == 2

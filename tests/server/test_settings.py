@@ -30,7 +30,11 @@ def test_handlers_block_on_failure_and_send_the_token() -> None:
 
 def test_static_denies_mirror_enforced_permission_denies() -> None:
     denies = static_denies(load_policy(POLICIES))
-    assert "Edit(/migrations/**)" in denies
+    # in Claude Code's syntax: its `/x` is relative to the settings file, the gateway's to
+    # the project; its `X:*` prefix reads a `*` in X literally
+    assert "Edit(./migrations/**)" in denies and "Edit(/migrations/**)" not in denies
+    assert "Bash(dd of=/dev/*)" in denies and "Bash(dd of=/dev/*:*)" not in denies
+    assert "Bash(rm -rf:*)" in denies
     assert len(denies) == len(set(denies))
 
 
@@ -46,12 +50,13 @@ def test_settings_command_prints_json(capsys: pytest.CaptureFixture[str]) -> Non
                 "settings",
                 "--url",
                 "http://127.0.0.1:8787",
+                "--token",
                 *[arg for p in POLICIES for arg in ("--policy", p)],
             ]
         )
     assert done.value.code == 0
     printed = json.loads(capsys.readouterr().out)
-    assert "Edit(/migrations/**)" in printed["permissions"]["deny"]
+    assert "Edit(./migrations/**)" in printed["permissions"]["deny"]
 
 
 def test_serve_refuses_open_address_without_token(
@@ -68,11 +73,12 @@ def test_serve_refuses_open_address_without_token(
 @pytest.mark.parametrize(
     ("template", "extra"),
     [
-        ("settings.local-gateway.json", ["--url", "http://127.0.0.1:8787"]),
-        ("settings.command-hook.json", ["--url", "http://127.0.0.1:8787", "--command-hook"]),
+        ("settings.local-gateway.json", ["--url", "http://127.0.0.1:8787", "--token"]),
+        ("settings.command-hook.json",
+         ["--url", "http://127.0.0.1:8787", "--command-hook", "--token"]),
         (
             "managed-settings.d/50-agent-gateway.json",
-            ["--url", "https://agent-gateway.internal.example.com", "--managed"],
+            ["--url", "https://agent-gateway.internal.example.com", "--managed", "--token"],
         ),
     ],
 )
@@ -131,7 +137,7 @@ def test_model_requests_get_the_token_from_a_helper_not_the_file() -> None:
 
 def test_settings_command_says_what_to_export(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        main(["settings", "--url", "http://127.0.0.1:8787"])
+        main(["settings", "--url", "http://127.0.0.1:8787", "--token"])
     err = capsys.readouterr().err
     assert "export AGENT_GATEWAY_TOKEN=" in err and len(err.strip().splitlines()) == 1
     with pytest.raises(SystemExit):
