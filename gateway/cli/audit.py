@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from gateway.cli import values
 from gateway.cli.parser import Parser, Subcommands
 
 
@@ -47,13 +48,7 @@ def add_parser(sub: Subcommands) -> None:
 
 
 def _position(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a record number") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not a record number (1 is the first)")
-    return number
+    return values.number(value, int, "a record number", lambda n: n >= 1, "(1 is the first)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,38 +7,35 @@ import argparse
 import math
 import os
 from collections.abc import Callable
+from typing import TypeVar
 from urllib.parse import SplitResult, urlsplit
+
+N = TypeVar("N", int, float)
+
+
+def number(value: str, parse: Callable[[str], N], what: str, ok: Callable[[N], bool],
+           bounds: str) -> N:
+    """`value` parsed, or one line saying it is not `what`, or not within `bounds`."""
+    try:
+        parsed = parse(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not {what}") from None
+    if not ok(parsed):
+        raise argparse.ArgumentTypeError(f"{value} is not {what} {bounds}")
+    return parsed
 
 
 def positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value} is below 1")
-    return number
+    return number(value, int, "a whole number", lambda n: n >= 1, "of 1 or more")
 
 
 def positive_float(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
-    if not number > 0 or math.isinf(number):
-        raise argparse.ArgumentTypeError(f"{value} must be a number above 0")
-    return number
+    return number(value, float, "a number", lambda n: n > 0 and not math.isinf(n), "above 0")
 
 
 def port(value: str) -> int:
     """A TCP port, 1 to 65535."""
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a port number") from None
-    if not 1 <= number <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not a port (1 to 65535)")
-    return number
+    return number(value, int, "a port", lambda n: 1 <= n <= 65535, "(1 to 65535)")
 
 
 def any_port(value: str) -> int:
