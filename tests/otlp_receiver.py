@@ -379,7 +379,8 @@ class OtlpReceiver:
 
     async def _startup(self) -> None:
         app = make_app(self._spans, self._lock, self._log_requests, self._points)
-        self._runner = web.AppRunner(app, access_log=None)
+        # A bounded stop: a gateway may still be exporting (its final flush) as a test ends.
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self._port)
         await site.start()

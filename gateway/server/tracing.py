@@ -46,11 +46,13 @@ from gateway.telemetry.ids import ROOT_SPAN, TOOL_SPAN_KIND, DeterministicIds, s
 from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec, SpanStatus
 from gateway.telemetry.pricing import PriceTable
 from gateway.telemetry.spans import (
+    INCOMPLETE_ERROR,
     TURN,
     agent_attributes,
     agent_span_name,
     root_attributes,
     root_content,
+    task_prompt,
     turn_attributes,
 )
 from gateway.telemetry.tools import (
@@ -72,6 +74,9 @@ LINK_RETRIES_S = (0.05, 0.1, 0.2, 0.4, 0.8, 1.5)
 MAX_PARSED_BODY = 8 * 1024 * 1024
 """Request bodies parsed for content capture at most (larger: no input messages)."""
 SUBAGENT_TOOLS = ("Agent", "Task")
+_HELD = object()
+STOP_FAILURE = "stop_failure"
+"""error.type of a root whose last prompt ended with StopFailure (an API error)."""
 UNSET = SpanStatus()
 
 
@@ -310,6 +315,9 @@ class ServerTracer:
             conversation_id=session,
         )
         compaction = None if ex.agent_id else _json(state.get(session, "compaction"))
+        sent = self._sent(ex) if self._content.capture else None
+        if sent is not None:
+            self._results_arrived(session, sent.messages)
         parent = self._context_ref(session, ex.agent_id)
         if compaction is not None:
             parent = _ref(session, "compaction", str(compaction["n"]))
@@ -322,7 +330,7 @@ class ServerTracer:
             span_id=_ref(session, "chat", message_id or f"request:{ex.started_ns}").span_id,
             prices=self._prices,
             content=self._content,
-            sent=self._sent(ex) if self._content.capture else None,
+            sent=sent,
         )
         extra: dict[str, AttributeValue] = {}
         if ex.agent_id:
@@ -342,6 +350,9 @@ class ServerTracer:
             state.add(session, "unpriced", 1)
         if compaction is not None or not message_id or not acc.saw_start:
             return
+        if ex.agent_id and self._content.capture:  # its last answer, for its invoke_agent span
+            answer = {"text": "\n".join(acc.texts), "stop": acc.stop_reason}
+            state.set(session, {f"agent-answer:{ex.agent_id}": json.dumps(answer)})
         if not ex.agent_id:
             fields = {"stop": acc.stop_reason or ""}
             if ex.request_model and not state.get(session, "model"):
@@ -385,6 +396,37 @@ class ServerTracer:
             system=M.system_instructions(request.get("system")),
             tools=M.tool_definitions(request.get("tools")),
         )
+
+    def _results_arrived(self, session: str, messages: Sequence[M.Message]) -> None:
+        """The tool results a request sends back (after the last response: a compaction's
+        request adds its instructions after them), as the model sees them: each one's tool
+        span, held since its PostToolUse, ends with it."""
+        since: list[M.Message] = []
+        for message in reversed(messages):
+            if message.get("role") == "assistant":
+                break
+            since.append(message)
+        for part in (p for m in since for p in m.get("parts") or []):
+            if part.get("type") != "tool_call_response" or not part.get("id"):
+                continue
+            tool_use_id = str(part["id"])
+            self._state.set(session, {f"tool-result:{tool_use_id}": json.dumps(part["response"])})
+            held = _json(self._state.get(session, f"tool-held:{tool_use_id}"))
+            if held is not None and self._state.remove(session, f"tool-held:{tool_use_id}"):
+                self._end_tool(
+                    session, held["body"], _decision_from(held["decision"]),
+                    failed=bool(held["failed"]), end_ns=int(held["end"]), attempt=0,
+                )
+
+    def _release_held(self, session: str, at_ns: int) -> None:
+        """At the end of a session: tools still waiting for a result no request sent back."""
+        for key, raw in self._state.get_all(session).items():
+            held = _json(raw) if key.startswith("tool-held:") else None
+            if held is not None and self._state.remove(session, key):
+                self._end_tool(
+                    session, held["body"], _decision_from(held["decision"]),
+                    failed=bool(held["failed"]), end_ns=int(held["end"]), attempt=0, last=True,
+                )
 
     def _maybe_end_turn(self, session: str, message_id: str) -> None:
         """Emit the turn once its response and every tool it asked for have ended."""
@@ -482,6 +524,7 @@ class ServerTracer:
         failed: bool,
         end_ns: int,
         attempt: int,
+        last: bool = False,
     ) -> None:
         state = self._state
         tool_use_id = str(body.get("tool_use_id") or "")
@@ -496,6 +539,9 @@ class ServerTracer:
             return
         stored = _json(state.get(session, f"tool:{tool_use_id}")) or {}
         decision = decision or _decision_from(state.get(session, f"tool-decision:{tool_use_id}"))
+        result = self._result_of(session, body, decision, failed, end_ns, last)
+        if result is _HELD:
+            return
         start = state.get(session, f"tool-start:{tool_use_id}")
         duration = body.get("duration_ms")
         if start is None and isinstance(duration, int | float) and not isinstance(duration, bool):
@@ -510,7 +556,7 @@ class ServerTracer:
             decision=decision,
             is_error=True if decision is not None and decision.kind == "deny" else failed,
             input=body.get("tool_input", stored.get("input")),
-            result=body.get("tool_response"),
+            result=result,
             agent_id=agent_id,
             decided_ns=int(start) if start else None,
         )
@@ -543,6 +589,29 @@ class ServerTracer:
         state.set(session, {f"tool-end:{tool_use_id}": str(end_ns)})
         if message_id is not None:
             self._maybe_end_turn(session, message_id)
+
+    def _result_of(
+        self, session: str, body: Mapping[str, Any], decision: Decision | None, failed: bool,
+        end_ns: int, last: bool,
+    ) -> Any:
+        """A tool's result as the model saw it: the text the next request sends back (the
+        shape `run` sees), not PostToolUse's tool_response. Until that request comes the span
+        is held (_HELD); content capture only, and only for a call that succeeded. A session
+        that ends first (max turns) never sends it: then PostToolUse's tool_response, as
+        text where it can be."""
+        if not self._content.capture or failed or (decision and decision.kind == "deny"):
+            return None
+        tool_use_id = str(body.get("tool_use_id") or "")
+        key = f"tool-result:{tool_use_id}"
+        raw = self._state.get(session, key)
+        if raw is None and not last:
+            held = {"body": _slim(body), "decision": _decision_json(decision) if decision else "",
+                    "failed": failed, "end": end_ns}
+            self._state.set(session, {f"tool-held:{tool_use_id}": json.dumps(held)})
+            raw = self._state.get(session, key)  # it may have come meanwhile
+            if raw is None or not self._state.remove(session, f"tool-held:{tool_use_id}"):
+                return _HELD
+        return _json(raw) if raw is not None else M.response_text(body.get("tool_response"))
 
     # --- subagents ------------------------------------------------------------------------
     def _subagent_start(self, body: dict[str, Any], at_ns: int) -> None:
@@ -580,6 +649,14 @@ class ServerTracer:
         start = int(state.get(session, f"agent-start:{agent_id}") or at_ns)
         end = int(state.get(session, f"agent-end:{agent_id}") or at_ns)
         agent_type = state.get(session, f"agent-type:{agent_id}") or ""
+        attrs = agent_attributes(agent_type, agent_id, tool_use_id)
+        if self._content.capture:
+            stored = _json(state.get(session, f"tool:{tool_use_id}")) or {}
+            answer = _json(state.get(session, f"agent-answer:{agent_id}")) or {}
+            attrs.update(root_content(
+                self._content, prompt=task_prompt(stored.get("input")),
+                answer=answer.get("text") or None, stop_reason=answer.get("stop"),
+            ))
         self._export(
             self._spec(
                 session,
@@ -588,7 +665,7 @@ class ServerTracer:
                 _ref(session, TOOL_SPAN_KIND, tool_use_id).span_id,
                 start,
                 end,
-                agent_attributes(agent_type, agent_id, tool_use_id),
+                attrs,
             )
         )
 
@@ -637,7 +714,9 @@ class ServerTracer:
         if not session:
             return
         fields = {"prompt-open": "1"}
-        if self._content.capture and isinstance(body.get("prompt"), str):
+        # The root's prompt is the user's first; later ones (a task notification) are not.
+        first = not self._state.get(session, "prompt")
+        if self._content.capture and first and isinstance(body.get("prompt"), str):
             fields["prompt"] = body["prompt"]
         self._state.set(session, fields)
 
@@ -683,6 +762,7 @@ class ServerTracer:
         state.forget_activity(session)
         if not state.remove(session, "root-open"):
             return  # closed already (by another replica, or by the idle timeout)
+        self._release_held(session, at_ns)
         data = state.get_all(session)
         self._close_leftovers(session, data, at_ns)
         attrs = root_attributes(AGENT_NAME, data.get("model", ""))
@@ -703,12 +783,14 @@ class ServerTracer:
         status = SpanStatus("ok")
         if data.get("failure"):
             status = SpanStatus("error", data["failure"])
+            attrs[A.ERROR_TYPE] = STOP_FAILURE
         elif interrupted:
             status = SpanStatus(
                 "error",
                 "the agent loop ended before finishing its turn (no Stop hook): max turns, "
                 "budget, or the process was stopped",
             )
+            attrs[A.ERROR_TYPE] = INCOMPLETE_ERROR
         attrs[A.RESULT_IS_ERROR] = status.code == "error"
         if idle:
             attrs[A.SESSION_IDLE_CLOSED] = True

@@ -1,7 +1,8 @@
 """A context compaction (status: compacting -> compact_boundary or failure): pure.
 
-Claude Code streams nothing of the request that writes the summary, so its cost is what the
-query's result reports beyond the chats the stream showed (`unaccounted_cost`).
+Claude Code streams nothing of the request that writes the summary, so in `run` its tokens
+are what the query's result reports beyond the chats the stream showed (`unaccounted_usage`):
+the compaction's own chat span carries them, priced like any chat.
 """
 
 from __future__ import annotations
@@ -86,12 +87,12 @@ _MODEL_USAGE_FIELDS = (
 )
 
 
-def unaccounted_cost(
-    since_last: Mapping[str, Any], chats: Iterable[tuple[str, Usage]], prices: PriceTable
-) -> float | None:
-    """USD of the tokens a result's `model_usage_since_last_result` counts beyond the given
-    chats' (model, exact usage), priced from the table; None when a model has no price or the
-    stream showed more than the result counts (then nothing here can be trusted)."""
+def unaccounted_usage(
+    since_last: Mapping[str, Any], chats: Iterable[tuple[str, Usage]]
+) -> dict[str, Usage] | None:
+    """Per model, the tokens a result's `model_usage_since_last_result` counts beyond the given
+    chats' (model, exact usage); None when the stream showed more than the result counts
+    (then nothing here can be trusted). Models with nothing left are left out."""
     left: dict[str, dict[str, int]] = {}
     for model, usage in since_last.items():
         if not isinstance(usage, Mapping):
@@ -101,16 +102,21 @@ def unaccounted_cost(
         counts = left.setdefault(model, {field: 0 for _, field in _MODEL_USAGE_FIELDS})
         for _, field in _MODEL_USAGE_FIELDS:
             counts[field] -= getattr(usage, field) or 0
-    total = 0.0
-    for model, counts in left.items():
-        if any(value < 0 for value in counts.values()):
-            return None
-        if any(counts.values()):
-            cost = prices.cost(model, Usage(**counts))
-            if cost is None:
-                return None
-            total += cost
-    return total
+    if any(value < 0 for counts in left.values() for value in counts.values()):
+        return None
+    return {model: Usage(**counts) for model, counts in left.items() if any(counts.values())}
+
+
+def unaccounted_cost(
+    since_last: Mapping[str, Any], chats: Iterable[tuple[str, Usage]], prices: PriceTable
+) -> float | None:
+    """USD of `unaccounted_usage`, priced from the table; None when it is unknown or a model
+    has no price."""
+    left = unaccounted_usage(since_last, chats)
+    if left is None:
+        return None
+    costs = [prices.cost(model, usage) for model, usage in left.items()]
+    return None if None in costs else sum(c for c in costs if c is not None)
 
 
 def _int(value: Any) -> int:

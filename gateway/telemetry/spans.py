@@ -31,7 +31,7 @@ from typing import Any
 from gateway.telemetry import attributes as A
 from gateway.telemetry import messages as M
 from gateway.telemetry.chat import ChatAccumulator, ChatInput, chat_attributes, chat_span_name
-from gateway.telemetry.compaction import Compaction, compaction_spec, unaccounted_cost
+from gateway.telemetry.compaction import Compaction, compaction_spec, unaccounted_usage
 from gateway.telemetry.content import ContentPolicy
 from gateway.telemetry.ids import (
     ROOT_SPAN,
@@ -41,13 +41,17 @@ from gateway.telemetry.ids import (
     parse_traceparent,
 )
 from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec, SpanStatus
-from gateway.telemetry.pricing import PriceTable, load_price_table
+from gateway.telemetry.pricing import PriceTable, Usage, load_price_table
 from gateway.telemetry.result import result_attributes, result_status, run_cost_usd
 from gateway.telemetry.subagents import TRANSCRIPT_SOURCE, FinalUsage
 from gateway.telemetry.tools import ToolCallState, tool_attributes, tool_events, tool_status
 from gateway.types import Decision
 
 AGENT_NAME = "claude-code"
+INCOMPLETE_ERROR = "incomplete"
+"""error.type of a root whose session ended before it finished (no result, no Stop)."""
+RESULT_SOURCE = "result"
+"""The usage source of a compaction's chat in `run`: the result's model usage."""
 UNSET = SpanStatus()
 MAIN = ""
 """Context key of the main agent; a subagent's key is its parent_tool_use_id."""
@@ -65,6 +69,8 @@ class _Chat:
     emitted: bool = False
     sent: tuple[M.Message, ...] = ()
     """The conversation before this response (content capture only)."""
+    uuids: set[str] = field(default_factory=set)
+    """The stream's uuids of its `assistant` lines (a compaction keeps messages by uuid)."""
 
 
 @dataclass(slots=True)
@@ -85,7 +91,16 @@ class _Context:
     current: _Turn | None = None
     history: list[M.Message] = field(default_factory=list)
     """The conversation so far (content capture only)."""
+    uuids: list[frozenset[str]] = field(default_factory=list)
+    """Each history message's uuids in the stream."""
     pending_output: _Chat | None = None
+    kept: list[tuple[M.Message, frozenset[str]]] = field(default_factory=list)
+    """What a compaction keeps verbatim, placed after its summary message (`anchor`)."""
+    anchor: str = ""
+
+    def add(self, message: M.Message, uuids: frozenset[str] = frozenset()) -> None:
+        self.history.append(message)
+        self.uuids.append(uuids)
 
 
 @dataclass(slots=True)
@@ -149,6 +164,8 @@ class TraceBuilder:
         self._held_compactions: list[Compaction] = []
         """Finished compactions waiting for the result that says what they cost."""
         self._compaction_costs: list[float | None] = []
+        self._compaction_chats: list[float | None] = []
+        """The costs of the compactions' own chats (in the root's sum of chat costs)."""
         self._finished = False
 
     @classmethod
@@ -306,6 +323,8 @@ class TraceBuilder:
             comp.end_ns = comp.end_ns or at_ns
             comp.result = comp.result or "success"
             self._hold_compaction()
+            if self._content.capture:
+                self._compact_history(meta)
         elif subtype == "task_started" and msg.get("tool_use_id"):
             tool = self._tool(str(msg["tool_use_id"]), "", at_ns)
             tool.task_id = str(msg.get("task_id") or "")
@@ -316,6 +335,8 @@ class TraceBuilder:
             agent.agent_type = agent.agent_type or str(msg.get("subagent_type") or "")
         elif subtype in ("task_notification", "task_updated"):
             self._task_update(msg, at_ns, out)
+            if subtype == "task_notification" and self._content.capture:
+                self._remember_notification(msg)
 
     def _status(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
         if msg.get("status") == "compacting":
@@ -381,6 +402,8 @@ class TraceBuilder:
         self._finalize_unstreamed(context, out, keep=message_id)
         chat = self._chats.get(message_id) or self._chat(message_id, context, at_ns, at_ns, out)
         chat.acc.apply_message(message)
+        if msg.get("uuid"):
+            chat.uuids.add(str(msg["uuid"]))
         if not chat.acc.saw_start:
             chat.end_ns = at_ns
         for block in message.get("content") or []:
@@ -393,10 +416,10 @@ class TraceBuilder:
         self._note_agent(msg, context, at_ns)
         self._finalize_unstreamed(context, out)
         content = (msg.get("message") or {}).get("content")
+        if self._content.capture and not msg.get("isReplay"):
+            self._remember_user(context, msg, content)
         if not isinstance(content, list):
             return
-        if self._content.capture:
-            self._remember_results(context, content)
         meta = {str(m.get("id")): m for m in msg.get("tool_result_meta") or [] if "id" in m}
         for block in content:
             if not isinstance(block, Mapping) or block.get("type") != "tool_result":
@@ -419,7 +442,7 @@ class TraceBuilder:
         if isinstance(msg.get("result"), str):
             self._result_text = str(msg["result"])
         self._finalize_unstreamed(MAIN, out)
-        self._release_compactions(out, self._unstreamed_cost(msg))
+        self._release_compactions(out, self._unstreamed_usage(msg))
         self._window_chats = []
         ctx = self._contexts.get(MAIN)
         if ctx is not None and ctx.current is not None:
@@ -437,7 +460,9 @@ class TraceBuilder:
             return existing
         ctx = self._contexts.get(context)
         if ctx is None:
-            ctx = self._contexts[context] = _Context(history=self._opening(context))
+            ctx = self._contexts[context] = _Context()
+            for message in self._opening(context):
+                ctx.add(message)
         if ctx.current is not None:
             ctx.current.superseded = True
             self._try_emit_turn(ctx.current, out)
@@ -494,25 +519,56 @@ class TraceBuilder:
         if context == MAIN:
             return [M.user_text(self._prompt)] if self._prompt else []
         task = self._tools.get(context)
-        prompt = task.input.get("prompt") if task and isinstance(task.input, Mapping) else None
-        return [M.user_text(str(prompt))] if prompt else []
+        prompt = task_prompt(task.input) if task is not None else None
+        return [M.user_text(prompt)] if prompt else []
 
     def _flush_output(self, ctx: _Context) -> None:
         """The previous response joins the conversation before what follows it."""
         chat, ctx.pending_output = ctx.pending_output, None
         if chat is not None:
-            ctx.history.append(M.assistant_message(chat.acc.output_parts()))
+            ctx.add(M.assistant_message(chat.acc.output_parts()), frozenset(chat.uuids))
 
-    def _remember_results(self, context: str, content: list[Any]) -> None:
+    def _remember_user(self, context: str, msg: Mapping[str, Any], content: Any) -> None:
+        """A user message joins the conversation: tool results, or text (a compaction's
+        summary, which the kept messages follow)."""
+        ctx = self._contexts.get(context)
+        if ctx is None:
+            return
         results = [
             (str(b.get("tool_use_id") or ""), M.tool_result_text(b.get("content")))
-            for b in content
-            if isinstance(b, Mapping) and b.get("type") == "tool_result"
-        ]
-        ctx = self._contexts.get(context)
-        if ctx is not None and results:
+            for b in content if isinstance(b, Mapping) and b.get("type") == "tool_result"
+        ] if isinstance(content, list) else []
+        parts = [] if results else [p for p in M.parts_of(content) if p["type"] == "text"]
+        if not results and not parts:
+            return
+        self._flush_output(ctx)
+        uuid = str(msg.get("uuid") or "")
+        message = M.tool_results(results) if results else {"role": "user", "parts": parts}
+        ctx.add(message, frozenset({uuid}))
+        if uuid and uuid == ctx.anchor:
+            for kept, uuids in ctx.kept:
+                ctx.add(kept, uuids)
+            ctx.kept, ctx.anchor = [], ""
+
+    def _compact_history(self, meta: Mapping[str, Any]) -> None:
+        """After a compaction the conversation is its summary, then what it kept verbatim."""
+        ctx = self._contexts.get(MAIN)
+        if ctx is None:
+            return
+        self._flush_output(ctx)
+        preserved = meta.get("preserved_messages") or {}
+        keep = set(preserved.get("uuids") or ())
+        ctx.kept = [(m, u) for m, u in zip(ctx.history, ctx.uuids, strict=True) if u & keep]
+        ctx.anchor = str(preserved.get("anchor_uuid") or "")
+        ctx.history, ctx.uuids = [], []
+
+    def _remember_notification(self, msg: Mapping[str, Any]) -> None:
+        """A background task's end reaches the model as a user message the stream does not
+        carry: it joins the main conversation rebuilt from what the stream says of it."""
+        ctx = self._contexts.get(MAIN)
+        if ctx is not None:
             self._flush_output(ctx)
-            ctx.history.append(M.tool_results(results))
+            ctx.add(M.user_text(M.task_notification_text(msg)))
 
     def _current_chat(self, context: str) -> _Chat | None:
         ctx = self._contexts.get(context)
@@ -669,6 +725,15 @@ class TraceBuilder:
         agent.emitted = True
         name = agent.agent_type or self._subagent_types.get(agent.tool_use_id, "")
         attrs = agent_attributes(name, agent.agent_id, agent.tool_use_id)
+        if self._content.capture:
+            ctx = self._contexts.get(agent.tool_use_id)
+            last = ctx.current.chat.acc if ctx is not None and ctx.current is not None else None
+            attrs.update(root_content(
+                self._content,
+                prompt=task_prompt(tool.input),
+                answer="\n".join(last.texts) if last is not None and last.texts else None,
+                stop_reason=last.stop_reason if last is not None else None,
+            ))
         start = max(agent.start_ns, tool.start_ns)
         end = min(agent.end_ns, tool.end_ns) if tool.end_ns is not None else agent.end_ns
         out.append(
@@ -709,7 +774,7 @@ class TraceBuilder:
         self._compaction = None
         self._held_compactions.append(comp)
 
-    def _unstreamed_cost(self, result: Mapping[str, Any]) -> float | None:
+    def _unstreamed_usage(self, result: Mapping[str, Any]) -> dict[str, Usage] | None:
         """What this result's query spent beyond the chats the stream showed: the compaction
         requests, which Claude Code does not stream. None when that cannot be known."""
         since = result.get("model_usage_since_last_result")
@@ -718,15 +783,31 @@ class TraceBuilder:
             return None
         if not all(chat.acc.exact for chat in chats):
             return None  # a subagent's final usage comes later, from its transcript
-        return unaccounted_cost(
-            since, [(chat.acc.model or self._model, chat.acc.usage) for chat in chats],
-            self._prices,
+        return unaccounted_usage(
+            since, [(chat.acc.model or self._model, chat.acc.usage) for chat in chats]
         )
 
-    def _release_compactions(self, out: list[SpanSpec], cost: float | None) -> None:
+    def _release_compactions(self, out: list[SpanSpec], usage: dict[str, Usage] | None) -> None:
+        """The held compactions, the last with its own chat(s): the summary request's tokens,
+        priced like any chat."""
         held, self._held_compactions = self._held_compactions, []
+        costs: list[float | None] = []
+        for model, tokens in (usage or {}).items():
+            acc = ChatAccumulator(model=model)
+            acc.apply_final(tokens, None, source=RESULT_SOURCE)
+            attrs, cost = chat_attributes(
+                acc, request_model=model, prices=self._prices, content=ContentPolicy()
+            )
+            costs.append(cost)
+            comp = held[-1]
+            out.append(self._spec(
+                chat_span_name(model), self._ids.span_id("chat", f"compaction:{comp.span_id}"),
+                comp.span_id, comp.start_ns, comp.end_ns or comp.start_ns, attrs, kind="client",
+            ))
+        self._compaction_chats += costs
+        total = None if usage is None or None in costs else sum(c for c in costs if c)
         for comp in held:
-            comp.cost_usd = cost / len(held) if cost is not None else None
+            comp.cost_usd = total / len(held) if total is not None else None
             self._compaction_costs.append(comp.cost_usd)
             self._emit_compaction(comp, out)
 
@@ -764,23 +845,23 @@ class TraceBuilder:
         attrs.update(self._root_content())
         attrs.update(self._root_extra)
         attrs.update(result_attributes(self._results))
-        costs = [c.cost for c in self._chats.values()]
+        costs = [c.cost for c in self._chats.values()] + self._compaction_chats
         chat_sum = sum(c for c in costs if c is not None)
         unpriced = sum(1 for c in costs if c is None)
         attrs[A.COST_CHAT_SUM_USD] = chat_sum
         attrs[A.COST_UNPRICED_CHATS] = unpriced
-        compaction_sum = sum(c for c in self._compaction_costs if c is not None)
         if self._compaction_costs:
-            attrs[A.COST_COMPACTION_USD] = compaction_sum
+            attrs[A.COST_COMPACTION_USD] = sum(c for c in self._compaction_costs if c is not None)
         spent = run_cost_usd(self._results)
         if spent is not None:
             attrs[A.COST_RUN_USD] = spent
         total = spent if spent is not None else attrs.get(A.RESULT_TOTAL_COST_USD)
         if (isinstance(total, int | float) and unpriced == 0
                 and None not in self._compaction_costs):
-            attrs[A.COST_DIFFERENCE_USD] = round(chat_sum + compaction_sum - total, 12)
+            attrs[A.COST_DIFFERENCE_USD] = round(chat_sum - total, 12)
         if not self._results:
             attrs[A.INCOMPLETE] = True
+            attrs[A.ERROR_TYPE] = INCOMPLETE_ERROR
         return SpanSpec(
             name=f"{A.OP_INVOKE_AGENT} {self._agent_name}",
             trace_id=self._trace_id,
@@ -824,6 +905,12 @@ def root_content(
 
 
 TURN = "turn"
+
+
+def task_prompt(tool_input: Any) -> str | None:
+    """The prompt a Task/Agent call gives its subagent."""
+    prompt = tool_input.get("prompt") if isinstance(tool_input, Mapping) else None
+    return str(prompt) if prompt else None
 
 
 def turn_attributes(

@@ -1,5 +1,5 @@
-"""The compaction request's cost lands on the compaction span, so the root's difference is zero
-when every model is priced (Claude Code streams nothing of that request)."""
+"""The compaction request's tokens and cost land on the compaction's own chat span (Claude Code
+streams nothing of that request), so the trace's chats add up to what Claude Code charged."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from gateway.telemetry import attributes as A
 from gateway.telemetry.compaction import unaccounted_cost
 from gateway.telemetry.pricing import Usage, load_price_table
-from tests.telemetry.recordings import named, root, run
+from tests.telemetry.recordings import children, named, root, run
 
 PRICES = load_price_table()
 
@@ -23,7 +23,14 @@ def test_a_compaction_only_run_is_fully_accounted_for() -> None:
     assert top[A.RESULT_TOTAL_COST_USD] == pytest.approx(0.02256)
     assert top[A.COST_RUN_USD] == pytest.approx(0.01128)
     assert top[A.COST_COMPACTION_USD] == pytest.approx(0.01128)
-    assert top[A.COST_CHAT_SUM_USD] == 0
+    # the summary request is a chat like any other, inside its compaction: tokens and cost
+    (chat,) = children(spans, compaction)
+    assert chat.name == "chat claude-opus-5-5" and chat.kind == "client"
+    assert chat.attributes[A.GEN_AI_USAGE_INPUT_TOKENS] == 2400
+    assert chat.attributes[A.GEN_AI_USAGE_OUTPUT_TOKENS] == 84
+    assert chat.attributes[A.GEN_AI_USAGE_COST] == pytest.approx(0.01128)
+    assert chat.attributes[A.CHAT_USAGE_SOURCE] == "result"
+    assert top[A.COST_CHAT_SUM_USD] == pytest.approx(0.01128)
     assert top[A.COST_DIFFERENCE_USD] == 0
 
 

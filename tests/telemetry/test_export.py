@@ -173,9 +173,9 @@ class Backend:
         asyncio.set_event_loop(self._loop)
         app = web.Application()
         app.router.add_post("/v1/traces", self._handle)
-        runner = web.AppRunner(app, access_log=None)
-        self._loop.run_until_complete(runner.setup())
-        self._loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", self.port).start())
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1)
+        self._loop.run_until_complete(self._runner.setup())
+        self._loop.run_until_complete(web.TCPSite(self._runner, "127.0.0.1", self.port).start())
         self._started.set()
         self._loop.run_forever()
 
@@ -185,6 +185,7 @@ class Backend:
         return f"http://127.0.0.1:{self.port}"
 
     def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
 
 
