@@ -302,3 +302,59 @@ def test_the_same_session_reads_the_same_in_run_and_serve(
     for outcome, trace in ((wrapped_out, wrapped), (served_out, served)):
         check_common(trace, outcome, session.prompt)
         check_session(name, trace, outcome)
+
+
+# --- the SDK's own settings, in both modes -------------------------------------------------------
+QUIET = ("404", "405", "unreachable", "dropped", "Failed to export", "Traceback")
+
+
+def test_a_trace_only_backend_gets_the_trace_and_nothing_is_reported(
+    sandbox: Sandbox, scripted: Scripted, policy: str
+) -> None:
+    """As docs/tracing.md shows it: one endpoint, nothing else. Logs and metrics stay off, so
+    a backend that takes only traces answers nothing with 404 and nothing is printed."""
+    session = SESSIONS["tools-deny-failure"]
+    with OtlpReceiver(signals=("traces",)) as backend:
+        endpoint = {"OTEL_EXPORTER_OTLP_ENDPOINT": backend.endpoint}
+        scripted(session.scenario)
+        env = {k: v for k, v in sandbox.env(**endpoint).items() if k != "OTEL_TRACES_EXPORTER"}
+        out = gateway_run(sandbox, session.prompt, "--policy", policy, *session.args, env=env)
+        assert trace_of(backend.spans, out.session_id)
+        assert not [w for w in QUIET if w in out.stderr], out.stderr
+        upstream = scripted(session.scenario)
+        env = serve_env(sandbox, backend)
+        del env["OTEL_TRACES_EXPORTER"]
+        log = sandbox.home / "serve.log"
+        with ServeProcess([policy], upstream.url, env, log=log) as gateway:
+            served = run_served(sandbox, gateway.url, session.prompt, *session.claude_args)
+            wait_complete(backend, served.session_id, 1)
+        said = log.read_text()
+        assert not [w for w in QUIET if w in said], said
+
+
+def test_a_callers_unsampled_traceparent_and_the_sdk_sampler_are_honoured(
+    sandbox: Sandbox, scripted: Scripted, receiver: OtlpReceiver, policy: str
+) -> None:
+    session = SESSIONS["tools-deny-failure"]
+    scripted(session.scenario)
+    caller = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+    for flags, exported in (("00", False), ("01", True)):
+        receiver.clear()
+        env = sandbox.env(**otlp(receiver), TRACEPARENT=f"00-{caller[0]}-{caller[1]}-{flags}",
+                          OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT="12")
+        out = gateway_run(sandbox, session.prompt, "--policy", policy, *session.args, env=env)
+        assert out.results, out.stderr[-2000:]
+        spans = receiver.spans  # the run flushed before it exited
+        assert bool(spans) is exported
+        if exported:
+            (root,) = [s for s in spans if s["name"] == "invoke_agent claude-code"]
+            assert (root["trace_id"], root["parent_span_id"]) == caller
+            assert max(len(s["attributes"]) for s in spans) == 12  # the SDK's span limits
+    # behind serve, OTEL_TRACES_SAMPLER decides each session's trace
+    receiver.clear()
+    upstream = scripted(session.scenario)
+    env = serve_env(sandbox, receiver, OTEL_TRACES_SAMPLER="always_off")
+    with ServeProcess([policy], upstream.url, env, log=sandbox.home / "serve.log") as gateway:
+        served = run_served(sandbox, gateway.url, session.prompt, *session.claude_args)
+        assert served.results
+    assert receiver.spans == []
