@@ -243,7 +243,7 @@ class Guarded:
         self._healthy = False
         self._cooldown_s = cooldown_s
         self._clock = clock
-        self._timeout_s = timeout_s
+        self.timeout_s = timeout_s
         self._open_until = 0.0
         self._lock = threading.Lock()
         _hush(inner)
@@ -271,8 +271,8 @@ class Guarded:
         self._healthy = getattr(result, "name", "") == "SUCCESS"
         if self._healthy:
             return result
-        timed_out = self._timeout_s is not None and (
-            self._clock() - started >= self._timeout_s * 0.95
+        timed_out = self.timeout_s is not None and (
+            self._clock() - started >= self.timeout_s * 0.95
         )
         self._open_until = self._clock() + self._cooldown_s
         self._count(count, lost=not timed_out, reason=reason or "the exporter reported failure")
@@ -358,6 +358,13 @@ class Pipeline:
     def _stop(self) -> None:
         """Stop the SDK pipeline (called on a daemon thread)."""
 
+    @property
+    def flush_timeout_s(self) -> float:
+        """How long a final flush may wait: the exporters' own timeout (the SDK's variables),
+        at least DEFAULT_FLUSH_TIMEOUT_S. A refused connection costs nothing (the probe)."""
+        waits = [g.timeout_s + 0.5 for g in self._guards if g.timeout_s is not None]
+        return max([DEFAULT_FLUSH_TIMEOUT_S, *waits])
+
     def flush(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> bool:
         """Export what is queued, waiting at most `timeout_s`; True when all went out."""
         done = threading.Event()
@@ -373,12 +380,13 @@ class Pipeline:
         threading.Thread(target=run, name=name, daemon=True).start()
         return done.wait(timeout_s) and all(ok)
 
-    def shutdown(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> None:
+    def shutdown(self, timeout_s: float | None = None) -> None:
         """Flush, stop the pipeline and report once what was lost."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+        timeout_s = self.flush_timeout_s if timeout_s is None else timeout_s
         flushed = self.flush(timeout_s)
         threading.Thread(target=self._stop, daemon=True).start()
         for guard in self._guards:
@@ -395,8 +403,8 @@ class Pipeline:
                 )
         if not flushed:
             logger.warning(
-                "the final %s flush timed out after %.0f s: %ss still queued were dropped",
-                self.signal, timeout_s, self.what,
+                "the final %s flush did not finish within %.1f s: %ss it had not sent by then "
+                "are lost", self.signal, timeout_s, self.what,
             )
 
 

@@ -257,7 +257,7 @@ class GatewayMetrics(Pipeline):
         if self._provider is not None:
             self._provider.shutdown()
 
-    def shutdown(self, timeout_s: float = 3.0) -> None:
+    def shutdown(self, timeout_s: float | None = None) -> None:
         """Export what was recorded (the end of a run), then stop: bounded in time."""
         if self._provider is not None:
             super().shutdown(timeout_s)

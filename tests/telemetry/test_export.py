@@ -190,7 +190,11 @@ class Backend:
 
 
 def _export_to(
-    endpoint: str, tmp_path: Path, otlp_env: pytest.MonkeyPatch, **variables: str
+    endpoint: str,
+    tmp_path: Path,
+    otlp_env: pytest.MonkeyPatch,
+    timeout_s: float | None = 5.0,
+    **variables: str,
 ) -> tuple[int, int, list[str]]:
     otlp_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
     for name, value in variables.items():
@@ -202,7 +206,7 @@ def _export_to(
     try:
         sink = open_span_sink(export_settings({"OTEL_TRACES_EXPORTER": "otlp"}, tmp_path))
         sink.export(run("tool-call"))
-        sink.shutdown(timeout_s=5.0)
+        sink.shutdown(timeout_s=timeout_s)
     finally:
         logging.getLogger().removeHandler(handler)
     return sink.dropped, sink.unconfirmed, records
@@ -229,13 +233,27 @@ def test_a_slow_backend_within_the_sdk_timeout_loses_nothing(
     assert (dropped, unconfirmed, said) == (0, 0, [])
 
 
+def test_the_final_flush_waits_as_long_as_the_exporter_does(
+    tmp_path: Path, otlp_env: pytest.MonkeyPatch
+) -> None:
+    # A 4 s answer is within OTEL_EXPORTER_OTLP_TIMEOUT=6: the final flush at exit waits for
+    # it rather than giving up after a shorter wait of its own and calling the spans lost.
+    backend = Backend(delay_s=4.0)
+    with backend as endpoint:
+        dropped, unconfirmed, said = _export_to(
+            endpoint, tmp_path, otlp_env, None, OTEL_EXPORTER_OTLP_TIMEOUT="6"
+        )
+    assert len({s["span_id"] for s in backend.spans}) == len(run("tool-call"))
+    assert (dropped, unconfirmed, said) == (0, 0, [])
+
+
 def test_spans_that_timed_out_are_not_reported_as_dropped(
     tmp_path: Path, otlp_env: pytest.MonkeyPatch
 ) -> None:
     backend = Backend(delay_s=2.0)
     with backend as endpoint:
         dropped, unconfirmed, said = _export_to(
-            endpoint, tmp_path, otlp_env, OTEL_EXPORTER_OTLP_TIMEOUT="0.5"
+            endpoint, tmp_path, otlp_env, 5.0, OTEL_EXPORTER_OTLP_TIMEOUT="0.5"
         )
         deadline = time.monotonic() + 5
         while not backend.spans and time.monotonic() < deadline:
