@@ -1,7 +1,7 @@
 """The one place that reads the environment: every variable the gateway reads is named here.
 
-Processes the gateway starts get an environment passed on whole (decision workers, Claude
-Code); that is not a read.
+Processes the gateway starts get an environment passed on (decision workers whole, Claude
+Code through sdk/agent_env.py's filters); that is not a read.
 """
 
 from __future__ import annotations
@@ -19,6 +19,10 @@ command hooks and the proxy."""
 TOKENS_FILE_ENV = "AGENT_GATEWAY_TOKENS_FILE"
 AUDIT_KEY_FILE_ENV = "AGENT_GATEWAY_AUDIT_KEY_FILE"
 PROJECTS_ENV = "AGENT_GATEWAY_CLAUDE_PROJECTS"
+METRICS_TOKEN_ENV = "AGENT_GATEWAY_METRICS_TOKEN"
+RUN_HOOK_TOKEN_ENV = "AGENT_GATEWAY_RUN_HOOK_TOKEN"
+"""The bearer token of a run's loopback hook endpoint, set by the run in Claude Code's
+environment (never read from the gateway's own)."""
 
 
 def gateway_home() -> Path:
@@ -174,4 +178,4 @@ def redis_url() -> str | None:
 
 def metrics_token() -> str:
     """AGENT_GATEWAY_METRICS_TOKEN: what a scraper sends for GET /metrics (auth on)."""
-    return os.environ.get("AGENT_GATEWAY_METRICS_TOKEN", "").strip()
+    return os.environ.get(METRICS_TOKEN_ENV, "").strip()

@@ -22,23 +22,26 @@ def free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self, directory: Path, port: int = 0) -> None:
+    def __init__(self, directory: Path, port: int = 0, password: str = "") -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             pytest.skip("redis-server is not installed (apt-get install redis-server)")
         self.binary = binary
         self.directory = directory
         self.port = port or free_port()
+        self.password = password
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
         self.proc = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.directory)],
+             "--appendonly", "no", "--dir", str(self.directory),
+             *(["--requirepass", self.password] if self.password else [])],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -46,8 +49,13 @@ class RedisServer:
         while True:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
-                    conn.sendall(b"PING\r\n")
-                    if conn.recv(16).startswith(b"+PONG"):
+                    auth = f"AUTH {self.password}\r\n".encode() if self.password else b""
+                    conn.sendall(auth + b"PING\r\n")
+                    expected = (b"+OK\r\n" if auth else b"") + b"+PONG"
+                    data = b""
+                    while len(data) < len(expected) and (chunk := conn.recv(64)):
+                        data += chunk
+                    if data.startswith(expected):
                         return self
             except OSError:
                 pass

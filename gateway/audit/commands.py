@@ -44,7 +44,7 @@ def audit_list(
     try:
         cutoff = parse_since(since, now or datetime.now(UTC)) if since else None
         target = _log_path(log)
-        records, damaged, _ = read_log(target)
+        records, damaged, *_ = read_log(target)
     except GatewayError as exc:
         return _unusable("audit list", exc, err)
     except OSError as exc:
@@ -73,7 +73,7 @@ def audit_show(
     out, err = out or sys.stdout, err or sys.stderr
     try:
         target = _log_path(log)
-        records, damaged, _ = read_log(target)
+        records, damaged, *_ = read_log(target)
     except (GatewayError, OSError) as exc:
         return _unusable("audit show", exc, err)
     if not 1 <= position <= len(records):

@@ -2,10 +2,14 @@
 chain's id and linked to the one before by hash, with a checkpoint beside it
 (`audit.jsonl.checkpoint`: the record count and the head hash).
 
-An append takes an exclusive fcntl lock on the log, reads the checkpoint and the tail, writes
-the line with a single O_APPEND write and rewrites the checkpoint (one write, in place) before
-the lock is released, so concurrent hook processes keep one chain and a checkpoint that matches
-it; readers take the same lock, shared. A long-running process (the service) skips the reads
+An append takes an exclusive fcntl lock on the log, reads the checkpoint and the tail,
+announces the record in the checkpoint (its hash, offset and length), writes the line with a
+single O_APPEND write and confirms the checkpoint (each checkpoint write one write, in place)
+before the lock is released, so concurrent hook processes keep one chain and a checkpoint that
+matches it; readers take the same lock, shared. A writer stopped at any instant (SIGKILL)
+leaves a log the next append and `audit verify` accept without a key: the record past the
+checkpoint is the one it announced, and part of that record (a write cut short between
+pages) is cut off by the next append. A long-running process (the service) skips the reads
 when both files are exactly as its own last append left them. With AGENT_GATEWAY_AUDIT_KEY_FILE
 set, records and checkpoints carry a MAC. Records reach the OS (page cache) before the caller
 answers; there is no fsync per record.
@@ -24,7 +28,7 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple, cast
@@ -32,10 +36,12 @@ from typing import NamedTuple, cast
 from gateway.archive.redact import Redactor
 from gateway.audit.record import AuditRecord, decision_record, encodable
 from gateway.env import gateway_home
-from gateway.hashchain import GENESIS, HASH_KEY, PREV_KEY
+from gateway.hashchain import GENESIS, HASH_KEY, PREV_KEY, record_hash
 from gateway.integrity.checkpoint import (
     Alarm,
     Stored,
+    announced,
+    announces,
     checkpoint_line,
     checkpoint_problem,
     counted,
@@ -121,21 +127,35 @@ def append_record(
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             line = b"\n" + line  # a fragment left by another writer: start on a clean line
-        _write_whole(fd, line, size, target)
-        checkpoint, checkpoint_bytes = checkpoint_line(
+        head = str(linked[HASH_KEY])
+        # Announced, written, confirmed: a writer stopped between any two leaves a log the
+        # next one can tell from a record added behind its back.
+        intent, intent_bytes = checkpoint_line(
             chain=state.chain,
-            count=state.records + 1,
-            head=str(linked[HASH_KEY]),
+            count=state.records,
+            head=state.head,
             time=now,
             previous=state.checkpoint,
             keys=key_set,
             alarm=alarm,
+            announce={"hash": head, "at": size, "bytes": len(line)},
+        )
+        _write_checkpoint(cp_file, intent_bytes + b"\n")
+        _write_whole(fd, line, size, target)
+        checkpoint, checkpoint_bytes = checkpoint_line(
+            chain=state.chain,
+            count=state.records + 1,
+            head=head,
+            time=now,
+            previous=intent,
+            keys=key_set,
+            confirms=True,
         )
         _write_checkpoint(cp_file, checkpoint_bytes + b"\n")
         _STATE[key] = _Tail(
             log=_identity(os.fstat(fd)),
             checkpoint_file=_file_identity(cp_file),
-            head=str(linked[HASH_KEY]),
+            head=head,
             records=state.records + 1,
             chain=state.chain,
             checkpoint=checkpoint,
@@ -194,6 +214,13 @@ def _survey(
     fd: int, cp_file: Path, keys: KeySet | None, known: _Tail | None, now: str
 ) -> tuple[_Tail, Alarm | None]:
     """Read the log's tail and the checkpoint: where the chain stands, and any alarm."""
+    checkpoint = read_checkpoint(cp_file)
+    problem = checkpoint_problem(checkpoint, keys) if checkpoint is not None else None
+    if checkpoint is not None and problem is None:
+        cut = interrupted_append(checkpoint, os.fstat(fd).st_size,
+                                 lambda at, n: os.pread(fd, n, at))
+        if cut is not None:  # part of the record a stopped writer announced: never answered
+            os.ftruncate(fd, cut)
     last = _last_line(fd)
     tail = _parse(last)
     if not last.strip():
@@ -203,11 +230,8 @@ def _survey(
     else:
         # A damaged last line: link to its bytes so verify reports the damage, not this record.
         head = hashlib.sha256(last).hexdigest()
-    checkpoint = read_checkpoint(cp_file)
     chain = str((tail or {}).get(CHAIN) or (checkpoint or {}).get(CHAIN) or os.urandom(8).hex())
     alarm: Alarm | None = None
-    problem = checkpoint_problem(checkpoint, keys) if checkpoint is not None else None
-
     if checkpoint is None:
         count = 0 if not last.strip() else _count_lines(fd)
         if tail is not None and SEQ in tail:  # written by a gateway that kept a checkpoint
@@ -233,7 +257,7 @@ def _survey(
                     f"{count} removed)",
                     now,
                 )
-    elif _finished_by_key_holder(tail, checkpoint, keys):
+    elif _announced_tail(tail, checkpoint) or _finished_by_key_holder(tail, checkpoint, keys):
         count = expected + 1  # a writer stopped between its record and its checkpoint
     else:
         count = _count_lines(fd)
@@ -245,6 +269,31 @@ def _survey(
             now,
         )
     return _Tail(None, None, head, count, chain, checkpoint), alarm
+
+
+def _announced_tail(tail: Mapping[str, JSON] | None, checkpoint: Mapping[str, JSON]) -> bool:
+    """One record past the checkpoint, linked to its head: the very record the checkpoint
+    announced (its hash, recomputed) before a writer was stopped short of confirming it."""
+    return (
+        tail is not None
+        and tail.get(PREV_KEY) == checkpoint.get("head")
+        and tail.get(SEQ) == counted(checkpoint) + 1
+        and announces(checkpoint, record_hash(tail))
+        and tail.get(HASH_KEY) == record_hash(tail)
+    )
+
+
+def interrupted_append(checkpoint: Stored, size: int, read: Callable[[int, int], bytes]
+                       ) -> int | None:
+    """Where to cut a log of `size` bytes back to when it ends in part of the record the
+    checkpoint announced (a writer stopped mid-write: a write is cut short between pages),
+    or None. `read(at, n)` reads the log. Only a tail shorter than the announced line and
+    holding no line of its own is cut, so never a record."""
+    intent = announced(checkpoint)
+    if intent is None or not intent["at"] < size < intent["at"] + intent["bytes"]:
+        return None
+    fragment = read(intent["at"], size - intent["at"])
+    return None if b"\n" in fragment.removeprefix(b"\n") else intent["at"]
 
 
 def _finished_by_key_holder(

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
-from gateway.audit.log import CHAIN, SEQ, audit_path, checkpoint_path, read_checkpoint
+from gateway.audit.log import (
+    CHAIN,
+    SEQ,
+    audit_path,
+    checkpoint_path,
+    interrupted_append,
+    read_checkpoint,
+)
 from gateway.hashchain import GENESIS, HASH_KEY, MAC_KEY, link_problem
 from gateway.integrity.checkpoint import Finding, checkpoint_finding
 from gateway.integrity.keys import FROM_ENV, KeyChoice, KeySet, resolve_keys
@@ -50,6 +57,9 @@ class LogRead(NamedTuple):
     """That line, when there is one."""
     checkpoint: JSONObject | None
     """The checkpoint as it stood with the records; None when there is none."""
+    interrupted: int = 0
+    """Bytes left at the end by a writer stopped while writing the record its checkpoint
+    announced (not read; the next append cuts them off)."""
 
 
 def read_log(path: Path) -> LogRead:
@@ -64,10 +74,14 @@ def read_log(path: Path) -> LogRead:
             try:
                 size = os.fstat(handle.fileno()).st_size
                 checkpoint = read_checkpoint(checkpoint_path(path))
+                fd = handle.fileno()
+                cut = interrupted_append(checkpoint, size, lambda at, n: os.pread(fd, n, at)
+                                         ) if checkpoint else None
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-            records, finding = _parse_lines(_lines_up_to(handle, size))
-            return LogRead(records, finding, checkpoint)
+            kept = size if cut is None else cut
+            records, finding = _parse_lines(_lines_up_to(handle, kept))
+            return LogRead(records, finding, checkpoint, size - kept)
     except FileNotFoundError:
         checkpoint = read_checkpoint(checkpoint_path(path))
         if checkpoint is not None and path.exists():  # created meanwhile: read it properly
@@ -126,8 +140,12 @@ def verify_log(path: Path | str | None = None, *, keys: KeyChoice = FROM_ENV) ->
     """Everything `audit verify` checks locally. Raises ConfigError for a bad key file."""
     target = Path(path) if path else audit_path()
     key_set = resolve_keys(keys)
-    records, unreadable, checkpoint = read_log(target)
+    records, unreadable, checkpoint, interrupted = read_log(target)
     notes: list[str] = []
+    if interrupted:
+        notes.append(f"an append was interrupted after record {len(records)} (the writer was "
+                      f"stopped): its {interrupted} bytes are not a record and the next append "
+                      "cuts them off")
     findings = [f for f in (unreadable, chain_finding(records, key_set)) if f is not None]
     if unreadable is None:
         legacy = checkpoint is None and records and SEQ not in records[-1]

@@ -47,11 +47,14 @@ def input_tokens_estimate(size: int, compressed: bool) -> int:
 
 
 def reservation(
-    price: ModelPrice, body: bytes, *, compressed: bool, reserve_output_tokens: int
+    price: ModelPrice, body: bytes, *, compressed: bool, reserve_output_tokens: int,
+    size: int | None = None,
 ) -> tuple[int, int]:
-    """(nano-dollars to hold, the output allowance in tokens)."""
+    """(nano-dollars to hold, the output allowance in tokens). `body` may be only the head of
+    a body of `size` bytes."""
     allowance = output_allowance(body, reserve_output_tokens)
-    nanos = input_tokens_estimate(len(body), compressed) * nanos_per_token(price.input)
+    size = len(body) if size is None else size
+    nanos = input_tokens_estimate(size, compressed) * nanos_per_token(price.input)
     return nanos + allowance * nanos_per_token(price.output), allowance
 
 

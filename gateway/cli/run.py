@@ -237,8 +237,10 @@ def run(args: argparse.Namespace) -> int:
     from gateway.errors import GatewayError
     from gateway.sdk.account import RunAccount
     from gateway.sdk.budget import RunBudget, run_team
+    from gateway.sdk.private_process import make_private
     from gateway.sdk.run import execute
 
+    make_private()  # the agent runs as this user: the key and hook token stay in here
     request = request_from_args(args)
     if not request.policy_paths:
         request.policy_paths = policy_paths_from_env()

@@ -23,11 +23,17 @@ from gateway.errors import GatewayError, one_line
 
 if TYPE_CHECKING:
     from gateway.budgets.limits import Limit
+    from gateway.server.app import ServeConfig
+    from gateway.server.auth import TokenTable
     from gateway.server.budget_gate import BudgetGate
     from gateway.telemetry.metrics import GatewayMetrics
     from gateway.telemetry.pricing import PriceTable
 
 DRAIN_SECONDS = 30.0
+IDLE_TIMEOUT_S = 75.0
+"""A connection with no complete request head this long after it opened or after its last
+answer is closed: idle keep-alive, or headers sent a byte at a time. Longer than a load
+balancer's usual 60 s idle timeout, so the balancer closes first."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,7 @@ class ServeArgs:
     redis_timeout_s: float = 2.0
     reserve_output_tokens: int = 4096
     trace_idle_timeout_s: float = 1800.0
+    idle_timeout_s: float = IDLE_TIMEOUT_S
 
 
 def is_loopback(host: str) -> bool:
@@ -80,6 +87,9 @@ def serve_command(args: ServeArgs) -> int:
     if not args.trace_idle_timeout_s > 0:
         print(f"{prog}: error: --trace-idle-timeout must be a positive number", file=sys.stderr)
         return 2
+    if not args.idle_timeout_s > 0:
+        print(f"{prog}: error: --idle-timeout must be a positive number", file=sys.stderr)
+        return 2
     for root in args.runs_roots:
         if not os.path.isdir(root):
             print(f"{prog}: error: --runs-root {root} is not a directory", file=sys.stderr)
@@ -99,19 +109,23 @@ def serve_command(args: ServeArgs) -> int:
 def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
     from aiohttp import web
 
-    from gateway.env import gateway_home, metrics_token, otel_env, redis_url
+    from gateway.env import gateway_home, metrics_token, otel_env, redis_url, snapshot
     from gateway.hooks.trail import audit_export_from_env
     from gateway.integrity.keys import keys_from_env
+    from gateway.sdk.agent_env import remote_agent_env, without_secrets
+    from gateway.sdk.private_process import make_private
     from gateway.server.app import ServeConfig, create_app
     from gateway.server.auth import load_tokens
     from gateway.server.exchange_metrics import both, exchange_metrics
     from gateway.server.owners import LocalSessionOwners, RedisSessionOwners, SessionOwners
-    from gateway.server.service import GatewayService
+    from gateway.server.service import WORKER_PRELOAD, GatewayService
     from gateway.server.trace_state import MemoryTraceState, RedisTraceState
     from gateway.server.tracing import ServerTracer
+    from gateway.server.workers import start_forkserver
     from gateway.telemetry import ContentPolicy, load_price_table, span_sink_from_env
     from gateway.telemetry.metrics import metric_settings, open_metrics
 
+    make_private()  # remote runs' agents run as this user: its environment stays its own
     keys_from_env()  # a bad key file stops the service now, not at its first decision
     tokens = load_tokens(token, tokens_file)
     shared_redis = args.redis_url or redis_url()
@@ -123,6 +137,11 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
         tokens=tokens,
         metrics_token=metrics_token(),
     )
+    secrets = _secrets(tokens, config, shared_redis)
+    # While this process has one thread: the decision workers' forkserver and multiprocessing's
+    # resource tracker start with an environment free of the service's secrets (a process of
+    # the same user, a remote run's agent, can read theirs in /proc).
+    start_forkserver(without_secrets(snapshot(), secrets), WORKER_PRELOAD)
     prices = load_price_table()
     metrics = open_metrics(metric_settings(otel_env()), known_models=prices.models)
     sink = span_sink_from_env()
@@ -158,6 +177,7 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
         audit_export=export,
         gate=gate,
         metrics=metrics,
+        agent_env=remote_agent_env(snapshot(), secrets),
     )
     app = create_app(config, service, both(tracer.on_exchange, exchange_metrics(metrics, prices)))
 
@@ -169,13 +189,11 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
             export.shutdown()
 
     app.on_cleanup.append(flush)
-    print(
-        f"agent-gateway serve: listening on http://{args.host}:{args.port} "
+    lines = [
+        f"listening on http://{args.host}:{args.port} "
         f"(upstream {args.upstream}, auth {'on' if tokens.enabled else 'off'}, "
-        f"remote runs {'in ' + ', '.join(args.runs_roots) if args.runs_roots else 'off'})",
-        file=sys.stderr,
-        flush=True,
-    )
+        f"remote runs {'in ' + ', '.join(args.runs_roots) if args.runs_roots else 'off'})"
+    ]
     if gate is not None:
         where = (
             f"counted in {gate.ledger.location}, shared by every replica"
@@ -183,24 +201,55 @@ def _serve(args: ServeArgs, token: str | None, tokens_file: str | None) -> int:
             else "counted in this process: budgets are per replica (--redis-url shares them)"
         )
         failure = "fail_open" if args.budget_fail_open else "fail_closed"
-        print(
-            f"agent-gateway serve: team budgets for {', '.join(sorted(gate.budgets))}, {where}"
-            f"{'; if the store is down: ' + failure if gate.ledger.shared else ''}",
-            file=sys.stderr,
-            flush=True,
+        lines.append(
+            f"team budgets for {', '.join(sorted(gate.budgets))}, {where}"
+            f"{'; if the store is down: ' + failure if gate.ledger.shared else ''}"
         )
     if metrics.registry is not None:
-        print("agent-gateway serve: Prometheus metrics at GET /metrics", file=sys.stderr)
-    web.run_app(
-        app,
-        host=args.host,
-        port=args.port,
-        shutdown_timeout=args.drain_seconds,
-        print=None,
-        access_log=None,
-        handle_signals=True,
-    )
+        lines.append("Prometheus metrics at GET /metrics")
+    bound = False
+
+    def listening(_aiohttp_banner: str) -> None:
+        # run_app calls this once every socket is bound: only then is the service there.
+        nonlocal bound
+        bound = True
+        for line in lines:
+            print(f"agent-gateway serve: {line}", file=sys.stderr, flush=True)
+
+    try:
+        web.run_app(
+            app,
+            host=args.host,
+            port=args.port,
+            shutdown_timeout=args.drain_seconds,
+            print=listening,
+            access_log=None,
+            handle_signals=True,
+            # aiohttp's keep-alive timer runs from the connection's opening and from each
+            # answer until the next request head is complete: it is the head timeout too.
+            keepalive_timeout=args.idle_timeout_s,
+        )
+    except OSError as exc:
+        if bound:
+            raise
+        reason = os.strerror(exc.errno).lower() if exc.errno else one_line(exc)
+        print(f"agent-gateway serve: error: cannot listen on {args.host}:{args.port}: {reason}",
+              file=sys.stderr)
+        return 2
     return 0
+
+
+def _secrets(tokens: TokenTable, config: ServeConfig, redis: str | None) -> list[str]:
+    """Values no remote run's environment may carry, whatever the variable's name."""
+    import contextlib
+    from urllib.parse import urlsplit
+
+    found = [*tokens.callers, config.metrics_token]
+    if redis:
+        found.append(redis)
+        with contextlib.suppress(ValueError):  # not a URL: the whole value is withheld
+            found.append(urlsplit(redis).password or "")
+    return [s for s in found if s]
 
 
 def _budget_gate(
@@ -309,6 +358,17 @@ def add_parser(sub: Subcommands) -> None:
         "events (a killed `claude -p` never sends SessionEnd; default 1800)",
     )
     serve.add_argument(
+        "--idle-timeout",
+        dest="idle_timeout",
+        type=float,
+        default=IDLE_TIMEOUT_S,
+        metavar="SECONDS",
+        help="close a connection that has not sent a whole request head within SECONDS of "
+        "opening or of its last answer: idle keep-alive, or headers sent a byte at a time "
+        f"(default {IDLE_TIMEOUT_S:g}; keep it above a load balancer's idle timeout). Bodies "
+        "must arrive whole within 10 s (hooks, runs) or 120 s (/v1/messages)",
+    )
+    serve.add_argument(
         "--decision-budget",
         dest="decision_budget",
         type=float,
@@ -340,5 +400,6 @@ def run(args: argparse.Namespace) -> int:
             reserve_output_tokens=args.reserve_output_tokens,
             redis_timeout_s=args.redis_timeout,
             trace_idle_timeout_s=args.trace_idle_timeout,
+            idle_timeout_s=args.idle_timeout,
         )
     )

@@ -22,10 +22,19 @@ from gateway.errors import EXIT_BLOCK, EXIT_OK, one_line
 
 if TYPE_CHECKING:
     from gateway.archive.config import CompactionSettings
+    from gateway.hooks.deadline import Ticket
+    from gateway.hooks.decision import PreToolUseAnswer
     from gateway.hooks.trail import AuditExport
     from gateway.policy.compiled import Policy
 
 _EVENT_NAMES = {"pre-tool-use": "PreToolUse", "pre-compact": "PreCompact"}
+
+
+HOOK_DEADLINE_S = 5.0
+"""A PreToolUse command hook decides and records within this (its shell analysis and
+hard-link searches have 2 s of it), else it records a deny and blocks; either way it has
+answered within HOOK_DEADLINE_S + RECORD_GRACE_S, well inside the `timeout` the generated
+settings give it (server/claude_settings.py COMMAND_HOOK_TIMEOUT_S)."""
 
 
 def run_hook(
@@ -42,17 +51,7 @@ def run_hook(
 
         policy_paths = policy_paths_from_env()
     if remote:
-        from gateway.hooks.remote import relay
-
-        return relay(
-            _EVENT_NAMES[event],
-            remote,
-            sys.stdin.buffer,
-            sys.stdout,
-            sys.stderr,
-            timeout_s=timeout_s,
-            sandbox=sandbox,
-        )
+        return _relay(event, remote, timeout_s, sandbox)
     if event == "pre-tool-use":
         return run_pre_tool_use(policy_paths, sys.stdin.buffer, sys.stdout, sys.stderr,
                                 sandbox=sandbox)
@@ -71,32 +70,58 @@ def run_hook(
     return run_pre_compact_hook(sys.stdin, sys.stdout, sys.stderr, load_settings)
 
 
+def _relay(event: str, remote: str, timeout_s: float, sandbox: str) -> int:
+    """Ask a gateway; a PreToolUse relay that overruns its wait (urllib's timeout is per
+    socket operation: a server that trickles its answer is not bounded by it) blocks."""
+    from gateway.hooks.deadline import DeadlineExceeded, alarm
+    from gateway.hooks.remote import relay
+
+    def ask() -> int:
+        return relay(_EVENT_NAMES[event], remote, sys.stdin.buffer, sys.stdout, sys.stderr,
+                     timeout_s=timeout_s, sandbox=sandbox)
+
+    if event != "pre-tool-use":
+        return ask()
+    try:
+        with alarm(timeout_s + RELAY_MARGIN_S):
+            return ask()
+    except DeadlineExceeded:
+        return _block(sys.stderr, f"agent-gateway: blocked: no answer from {remote} within "
+                      f"{timeout_s + RELAY_MARGIN_S:g} s")
+
+
+RELAY_MARGIN_S = 1.0
+"""The relay's whole exchange may take its --timeout plus this, then it blocks."""
+
+
 def run_pre_tool_use(
     policy_paths: Sequence[str], stdin: IO[bytes] | IO[str], stdout: IO[str], stderr: IO[str],
-    sandbox: str = "",
+    sandbox: str = "", *, deadline_s: float = HOOK_DEADLINE_S,
 ) -> int:
-    """Exit 0 with the decision on stdout, or exit 2 with one line on stderr."""
+    """Exit 0 with the decision on stdout, or exit 2 with one line on stderr. Past
+    `deadline_s` (a process alarm, gateway/hooks/deadline.py) the call is denied: recorded,
+    exit 2."""
+    from gateway.hooks.deadline import DeadlineExceeded, Ticket, alarm
+
+    ticket = Ticket()
+    got = _Progress()
+    answer: PreToolUseAnswer | None = None
     try:
-        return _run(policy_paths, stdin, stdout, stderr, sandbox)
+        with alarm(deadline_s, ticket):
+            answer = _decide(policy_paths, stdin, sandbox, ticket, got)
+    except DeadlineExceeded:
+        pass
     except Exception as exc:  # the contract: any failure blocks, with a one-line reason
         return _block(stderr, f"agent-gateway: {one_line(exc, typed=True)}")
-
-
-def _run(
-    policy_paths: Sequence[str], stdin: IO[bytes] | IO[str], stdout: IO[str], stderr: IO[str],
-    sandbox: str,
-) -> int:
-    from gateway.env import hook_log_export_requested
-    from gateway.hooks.decision import answer_pre_tool_use
-
-    raw = stdin.read()
-    # A bad OTEL_* setting blocks before anything is recorded, like any other bad setting.
-    trail = hook_export() if hook_log_export_requested() else None
-    answer = answer_pre_tool_use(raw, lambda: cached_policy(policy_paths), trail=trail,
-                                 sandbox=sandbox)
-    if trail is not None:
+    if ticket.state == "recording" and answer is None:
+        # Its own record did not finish within the grace: whether it was written is unknown.
+        return _block(stderr, "agent-gateway could not write its audit log in time "
+                      f"(its deadline is {deadline_s:g} s), so the call is blocked")
+    if answer is None or ticket.state == "expired":
+        answer = _deadline_deny(got, deadline_s)
+    if got.trail is not None:
         try:
-            trail.shutdown()  # bounded: the record is sent before the process exits
+            got.trail.shutdown()  # bounded: the record is sent before the process exits
         except Exception:  # the decision is recorded; its copy never changes it
             import logging
 
@@ -106,6 +131,52 @@ def _run(
     stdout.write(json.dumps(answer.output) + "\n")
     stdout.flush()
     return EXIT_OK
+
+
+class _Progress:
+    """How far a decision got, for the deny its deadline gives: its input, policy, export."""
+
+    raw: bytes | str | None = None
+    policy: Policy | None = None
+    trail: AuditExport | None = None
+
+
+def _decide(
+    policy_paths: Sequence[str], stdin: IO[bytes] | IO[str], sandbox: str, ticket: Ticket,
+    got: _Progress,
+) -> PreToolUseAnswer:
+    from gateway.env import hook_log_export_requested
+    from gateway.hooks.decision import answer_pre_tool_use
+
+    got.raw = stdin.read()
+    # A bad OTEL_* setting blocks before anything is recorded, like any other bad setting.
+    got.trail = hook_export() if hook_log_export_requested() else None
+
+    def policy() -> Policy:
+        got.policy = cached_policy(policy_paths)
+        return got.policy
+
+    return answer_pre_tool_use(got.raw, policy, trail=got.trail, sandbox=sandbox,
+                               claim=ticket.record)
+
+
+def _deadline_deny(got: _Progress, deadline_s: float) -> PreToolUseAnswer:
+    """Record the deny the deadline gives, itself bounded: a hook never outlives its timeout."""
+    from gateway.hooks.deadline import RECORD_GRACE_S, DeadlineExceeded, alarm
+    from gateway.hooks.decision import PreToolUseAnswer, deny_output, deny_unanswered, fail_closed
+
+    reason = (f"agent-gateway: no decision within the command hook's {deadline_s:g} s "
+              "deadline, so the call is denied")
+    if got.raw is None:
+        decision = fail_closed(f"{reason} (the hook input was not read in time)")
+        return PreToolUseAnswer(decision, deny_output(decision.reason), failure=decision.reason)
+    try:
+        with alarm(RECORD_GRACE_S):
+            return deny_unanswered(got.raw, reason, got.policy, trail=got.trail)
+    except DeadlineExceeded:
+        decision = fail_closed(f"{reason}; the deny could not be written to its audit log "
+                               f"within {RECORD_GRACE_S:g} s more")
+        return PreToolUseAnswer(decision, deny_output(decision.reason), failure=decision.reason)
 
 
 def cached_policy(policy_paths: Sequence[str]) -> Policy:

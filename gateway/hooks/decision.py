@@ -89,12 +89,15 @@ def answer_pre_tool_use(
     audit_extra: Mapping[str, str] | None = None,
     sandbox: str = "",
     sandbox_unavailable: str = "",
+    claim: Callable[[], bool] | None = None,
 ) -> PreToolUseAnswer:
     """Parse, decide, record, render; never raises. `audit_log` defaults to the home's;
     `audit_extra` adds fields to the record (the service: the caller's tenant); `sandbox` is
     the fingerprint of the OS sandbox the session's settings carry ('' for none), told by
     where the hook is configured (a hook argument, the hook URL), never by the agent;
-    `sandbox_unavailable` why the sandbox the policy requires cannot start (`run` knows)."""
+    `sandbox_unavailable` why the sandbox the policy requires cannot start (`run` knows).
+    `claim` (a deadline's Ticket.record) is asked just before the decision is recorded:
+    False means its deadline has passed and its deny answers, so nothing is recorded here."""
     try:
         call = parse_pre_tool_use(raw)
     except Exception as exc:
@@ -116,6 +119,8 @@ def answer_pre_tool_use(
             f"agent-gateway could not decide: {one_line(exc, typed=True)}", current.bundle_hash
         )
         failure = decision.reason
+    if claim is not None and not claim():
+        return _failed("gave no answer before its deadline", call, current.bundle_hash)
     try:
         record = append_decision(
             call, decision, audit_log, redactor=policy_redactor(current), extra=audit_extra
@@ -130,6 +135,41 @@ def answer_pre_tool_use(
         except Exception:  # the record is on disk; its copy never changes the decision
             _log_exception("audit record not exported; the decision stands")
     return _answer(decision, call, record, failure)
+
+
+def deny_unanswered(
+    raw: RawInput,
+    reason: str,
+    policy: Policy | None,
+    *,
+    audit_log: Path | None = None,
+    trail: TrailSink | None = None,
+    audit_extra: Mapping[str, str] | None = None,
+) -> PreToolUseAnswer:
+    """The deny given when a decision did not finish before its deadline: recorded (with
+    `policy`'s redaction, the built-in one when it had not loaded), then rendered; never
+    raises. Its `failure` is `reason` (the command hook exits 2 with it)."""
+    try:
+        call = parse_pre_tool_use(raw)
+    except Exception as exc:
+        typed = not isinstance(exc, HookInputError)
+        return _failed(f"could not read the hook input: {one_line(exc, typed=typed)}")
+    policy_hash = policy.bundle_hash if policy is not None else ""
+    decision = fail_closed(reason, policy_hash)
+    try:
+        record = append_decision(
+            call, decision, audit_log,
+            redactor=policy_redactor(policy) if policy is not None else None, extra=audit_extra,
+        )
+    except Exception as exc:
+        return _failed(f"could not write its audit log: {one_line(exc, typed=True)}", call,
+                       policy_hash)
+    if trail is not None:
+        try:
+            trail.decision(record)
+        except Exception:  # the record is on disk; its copy never changes the decision
+            _log_exception("audit record not exported; the decision stands")
+    return _answer(decision, call, record, decision.reason)
 
 
 def sandboxed(policy: Policy, fingerprint: str) -> bool:

@@ -9,17 +9,24 @@ Never raises on bad input: whatever cannot be decided is denied, with the reason
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gateway.archive.config import CompactionSettings
 from gateway.hookio.parse import RawInput
 from gateway.hooks.compact import PreCompactAnswer, answer_pre_compact
-from gateway.hooks.decision import PreToolUseAnswer, TrailSink, answer_pre_tool_use
-from gateway.policy.reload import PolicyHolder
+from gateway.hooks.decision import (
+    PreToolUseAnswer,
+    TrailSink,
+    answer_pre_tool_use,
+    deny_unanswered,
+)
+from gateway.policy.reload import PolicyFiles, PolicyHolder
 
 if TYPE_CHECKING:
+    from gateway.audit.record import AuditRecord
     from gateway.policy import Policy
 
 
@@ -33,17 +40,26 @@ class Engine:
         audit_log: Path | None = None,
         reload_interval_s: float = 0.5,
         audit_export: TrailSink | None = None,
+        files: PolicyFiles | None = None,
     ) -> None:
+        """`files`: the texts in force this process shares between engines (policy/reload.py);
+        by default the engine's own."""
         # The first load must succeed: the gateway never runs on an empty or partial policy.
         self._holder = (
-            PolicyHolder(policy_paths, interval_s=reload_interval_s) if policy_paths else None
+            PolicyHolder(policy_paths, files=files, interval_s=reload_interval_s)
+            if policy_paths else None
         )
         self._audit_log = audit_log
         self._export = audit_export
+        self._loaded: Policy | None = None
+        """The policy the last decision got (the deadline's deny redacts with it)."""
 
     @property
     def policy(self) -> Policy | None:
-        return self._holder.current() if self._holder else None
+        if self._holder is None:
+            return None
+        self._loaded = self._holder.current()
+        return self._loaded
 
     @property
     def reload_error(self) -> str | None:
@@ -57,19 +73,39 @@ class Engine:
         audit_extra: Mapping[str, str] | None = None,
         sandbox: str = "",
         sandbox_unavailable: str = "",
+        claim: Callable[[], bool] | None = None,
+        export: bool = True,
     ) -> PreToolUseAnswer:
         """Decide, audit, render (hooks/decision.py). `audit_extra` adds fields to the audit
         record (the service: the caller's tenant); `sandbox` is the fingerprint of the OS
-        sandbox the session runs under, `sandbox_unavailable` why it cannot start."""
+        sandbox the session runs under, `sandbox_unavailable` why it cannot start; `claim`
+        asks the decision's deadline whether it may still record itself; `export`: send the
+        record to the off-host copy here (else the caller does, `export_decision`)."""
         return answer_pre_tool_use(
             raw,
             lambda: self.policy,
             audit_log=self._audit_log,
-            trail=self._export,
+            trail=self._export if export else None,
             audit_extra=audit_extra,
             sandbox=sandbox,
             sandbox_unavailable=sandbox_unavailable,
+            claim=claim,
         )
+
+    def deny_unanswered(self, raw: RawInput, reason: str, *, export: bool = True
+                        ) -> PreToolUseAnswer:
+        """The recorded deny for a decision its deadline overtook (hooks/decision.py), with
+        the policy last loaded (never a reload: that may be what was slow)."""
+        return deny_unanswered(raw, reason, self._loaded, audit_log=self._audit_log,
+                               trail=self._export if export else None)
+
+    def export_decision(self, record: AuditRecord | None) -> None:
+        """Send a record written with export=False to the off-host copy (never raises)."""
+        if self._export is not None and record is not None:
+            try:
+                self._export.decision(record)
+            except Exception:  # the record is on disk; its copy never changes the decision
+                logging.getLogger("gateway.hooks").exception("audit record not exported")
 
     def compaction_settings(self) -> tuple[CompactionSettings, str]:
         policy = self.policy

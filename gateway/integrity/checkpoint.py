@@ -8,19 +8,26 @@ rewritten after every append, numbered (`seq`) and linked to the checkpoint it r
 - with a key, a checkpoint cannot be forged, only replaced by an older genuine one; a writer
   still running notices that, and the off-host copy of the chain shows it to anyone;
 - an `alarm` (what a writer found wrong when it appended) is carried into every later
-  checkpoint, so the next append does not paper over it.
+  checkpoint, so the next append does not paper over it;
+- before an item is written, the checkpoint announces it (`next`: its hash, where it starts
+  and its length), and is confirmed once it is written. A writer stopped between the two (a
+  SIGKILL, a crash) leaves exactly the announced item past the checkpoint, or part of it:
+  that is told apart from an item added behind the gateway's back, which no checkpoint
+  announced, without a key. What a writer stopped there can lose unnoticed is the one item
+  it had not confirmed, which it never acted on (an answer is given after the confirmation).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Literal, NamedTuple, NotRequired, TypedDict, cast
+from typing import Literal, NamedTuple, NotRequired, TypedDict, TypeGuard, cast
 
 from gateway.hashchain import GENESIS, HASH_KEY, link_problem
 from gateway.integrity.keys import KeySet, sealed_line
 
 FORMAT = "agent-gateway.checkpoint/1"
 ALARM = "alarm"
+NEXT = "next"
 
 Stored = Mapping[str, object]
 """A checkpoint as read back (a JSON object from disk): trusted only once checked."""
@@ -33,6 +40,16 @@ class Alarm(TypedDict):
     time: str
 
 
+class Announced(TypedDict):
+    """The item a writer is about to append, announced before it is written."""
+
+    hash: str
+    at: int
+    """Where its line starts: the chain file's length before the write."""
+    bytes: int
+    """Its line's length, newline included."""
+
+
 class Checkpoint(TypedDict):
     """A checkpoint as written: `checkpoint.json` / `audit.jsonl.checkpoint`."""
 
@@ -43,6 +60,7 @@ class Checkpoint(TypedDict):
     head: str
     time: str
     alarm: NotRequired[Alarm]
+    next: NotRequired[Announced]
     prev_hash: str
     hash: str
     key_id: NotRequired[str]
@@ -68,13 +86,18 @@ def checkpoint_line(
     previous: Stored | None,
     keys: KeySet | None,
     alarm: Alarm | None = None,
+    announce: Announced | None = None,
+    confirms: bool = False,
 ) -> SealedCheckpoint:
     """The checkpoint after an append (`previous` is the one it replaces, None for the first),
-    and the same as JSON, serialized once."""
+    or before one, announcing the item about to be written (`announce`), and the same as
+    JSON, serialized once. A checkpoint that `confirms` the announcement it replaces keeps its
+    number: checkpoints are numbered by appends."""
+    number = _int(previous.get("seq")) if previous else 0
     body: dict[str, object] = {
         "format": FORMAT,
         "chain": chain,
-        "seq": _int(previous.get("seq")) + 1 if previous else 1,
+        "seq": number if confirms and number else number + 1,
         "count": count,
         "head": head,
         "time": time,
@@ -82,6 +105,8 @@ def checkpoint_line(
     carried = alarm or (previous.get(ALARM) if previous else None)
     if isinstance(carried, Mapping) and carried:
         body[ALARM] = dict(carried)
+    if announce is not None:
+        body[NEXT] = dict(announce)
     prev_hash = str(previous.get(HASH_KEY, GENESIS)) if previous else GENESIS
     sealed, line = sealed_line(body, prev_hash, keys)
     return SealedCheckpoint(cast(Checkpoint, sealed), line)
@@ -91,6 +116,23 @@ class SealedCheckpoint(NamedTuple):
     checkpoint: Checkpoint
     line: bytes
     """The same as one line of JSON, serialized once."""
+
+
+def announced(checkpoint: Stored) -> Announced | None:
+    """The item a checkpoint announces (well formed), or None."""
+    value = checkpoint.get(NEXT)
+    if not isinstance(value, Mapping):
+        return None
+    digest, at, size = value.get("hash"), value.get("at"), value.get("bytes")
+    if isinstance(digest, str) and _is_int(at) and _is_int(size):
+        return {"hash": digest, "at": at, "bytes": size}
+    return None
+
+
+def announces(checkpoint: Stored, item_hash: str | None) -> bool:
+    """Whether the checkpoint announced the item whose hash is `item_hash` as its next one."""
+    intent = announced(checkpoint)
+    return intent is not None and item_hash is not None and intent["hash"] == item_hash
 
 
 def make_alarm(at: int, reason: str, time: str) -> Alarm:
@@ -136,6 +178,9 @@ def compare(
             f"{noun} {count + 1}: missing: checkpoint #{seq} counts {expected}, "
             f"the chain holds {count}",
         )
+    head_holds = not expected or hash_at(expected) == checkpoint.get("head")
+    if count == expected + 1 and head_holds and announces(checkpoint, hash_at(count)):
+        return None  # the item it announced: a writer stopped before confirming it
     if count > expected:
         return Finding(
             expected + 1,
@@ -186,7 +231,11 @@ def number(checkpoint: Stored) -> int:
 
 
 def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return value if _is_int(value) else 0
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def checkpoint_summary(checkpoint: Stored | None, keys: KeySet | None) -> str:

@@ -30,14 +30,7 @@ def load_policy(paths: Sequence[str], protected: Protected | None = None) -> Pol
 def compile_bundle(bundle: Sequence[tuple[str, bytes]], protected: Protected | None = None
                    ) -> Policy:
     """`protected`: what the built-in rules guard (default: read from this host)."""
-    files: list[tuple[Source, PolicyFile]] = []
-    for path, data in bundle:
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise PolicyError(f"not UTF-8 text: {exc.reason}", path=path, line=1) from None
-        source = load_source(path, text)
-        files.append((source, validate(source)))
+    files = [parse_file(path, data) for path, data in bundle]
     check_conflicts(files)
     layers = tuple(build_layer(source, spec) for source, spec in files)
     guarded = files[0][1].self_protection if files else True
@@ -56,6 +49,16 @@ def compile_bundle(bundle: Sequence[tuple[str, bytes]], protected: Protected | N
         sandbox=sandbox,
         sandbox_fingerprint=fingerprint,
     )
+
+
+def parse_file(path: str, data: bytes) -> tuple[Source, PolicyFile]:
+    """One file's bytes, read and validated on their own (PolicyError at file:line)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PolicyError(f"not UTF-8 text: {exc.reason}", path=path, line=1) from None
+    source = load_source(path, text)
+    return source, validate(source)
 
 
 def validate(source: Source) -> PolicyFile:

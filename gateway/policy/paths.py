@@ -8,9 +8,11 @@ and checked both as written and with symlinks resolved.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import stat
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
@@ -89,11 +91,40 @@ _BASES: dict[tuple[Anchor, str], tuple[str, ...]] = {}
 """Anchors resolved in the decision under way: a decision checks dozens of rules against the
 same two or three directories, and resolving one costs a system call per path component."""
 
+LINK_SEARCH_BUDGET_S = 2.0
+"""Time for all of one decision's searches for other names of hard-linked files, from the
+decision's start (the shell analysis has the same budget, from the same start). Past it a
+file with other names is one whose names could not all be searched: the rules cannot tell."""
 
-def fresh_decision() -> None:
-    """Forget resolved anchors: a symlink may change between two decisions, and each
-    decision resolves them anew (within one, the first resolution is the one used)."""
+
+@dataclass
+class _Walk:
+    """One bounded walk of a set of roots: every regular file seen, by inode. A decision's
+    searches share it, so a command naming 60 hard-linked files walks once, not 60 times."""
+
+    by_inode: dict[int, list[str]]
+    complete: bool
+
+
+class _Searches:
+    """The hard-link searches of the decision under way: their walks and their deadline."""
+
+    def __init__(self) -> None:
+        self.walks: dict[tuple[str, ...], _Walk] = {}
+        self.deadline = math.inf
+
+
+_SEARCHES = _Searches()
+
+
+def fresh_decision(link_budget_s: float | None = None) -> None:
+    """Forget resolved anchors and walked directories: a symlink or link may change between
+    two decisions, and each decision resolves them anew (within one, the first resolution is
+    the one used). The decision's hard-link searches get `link_budget_s` from now."""
     _BASES.clear()
+    _SEARCHES.walks.clear()
+    budget = LINK_SEARCH_BUDGET_S if link_budget_s is None else link_budget_s
+    _SEARCHES.deadline = time.monotonic() + budget
 
 
 def _bases(anchor: Anchor, cwd: str) -> tuple[str, ...]:
@@ -187,19 +218,44 @@ MAX_LINK_SEARCH = 20_000
 
 def hard_link_names(path: str, roots: tuple[str, ...]) -> Targets:
     """Other names of `path` (same device and inode) under `roots`, bounded: `complete` is
-    False when the budget ran out before every root was searched."""
+    False when the entry budget or the decision's time ran out before every root was
+    searched."""
     try:
         info = os.stat(path)
     except OSError:
         return Targets(())
     if info.st_nlink < 2 or not stat.S_ISREG(info.st_mode):
         return Targets(())
+    walk = _walked(roots)
     found: list[str] = []
+    for candidate in walk.by_inode.get(info.st_ino, ()):
+        if candidate == path:
+            continue
+        try:
+            seen = os.stat(candidate, follow_symlinks=False)
+        except OSError:
+            continue
+        if seen.st_dev == info.st_dev and seen.st_ino == info.st_ino:
+            found.append(candidate)
+    return Targets(tuple(found), walk.complete)
+
+
+def _walked(roots: tuple[str, ...]) -> _Walk:
+    walk = _SEARCHES.walks.get(roots)
+    if walk is None:
+        walk = _walk(roots, _SEARCHES.deadline)
+        if len(_SEARCHES.walks) < 64:
+            _SEARCHES.walks[roots] = walk
+    return walk
+
+
+def _walk(roots: tuple[str, ...], deadline: float) -> _Walk:
+    by_inode: dict[int, list[str]] = {}
     budget = MAX_LINK_SEARCH
     # A stack holding the roots in reverse: the first root (the session's directory, where a
     # project's secrets are) is searched whole before the budget goes to the next one.
     pending = [r for r in reversed(dict.fromkeys(roots)) if os.path.isdir(r)]
-    while pending and budget > 0:
+    while pending and budget > 0 and time.monotonic() < deadline:
         directory = pending.pop()
         try:
             entries = list(os.scandir(directory))
@@ -211,14 +267,12 @@ def hard_link_names(path: str, roots: tuple[str, ...]) -> Targets:
                 if entry.is_dir(follow_symlinks=False):
                     if entry.name != ".git":
                         pending.append(entry.path)
-                # The directory entry carries the inode: only a candidate costs a stat.
-                elif entry.inode() == info.st_ino and entry.is_file(follow_symlinks=False):
-                    seen = entry.stat(follow_symlinks=False)
-                    if seen.st_dev == info.st_dev and entry.path != path:
-                        found.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    # The directory entry carries the inode: only a candidate costs a stat.
+                    by_inode.setdefault(entry.inode(), []).append(entry.path)
             except OSError:
                 continue
-    return Targets(tuple(found), complete=not pending)
+    return _Walk(by_inode, complete=not pending)
 
 
 def glob_in(pattern: str, cwd: str, limit: int = 256) -> list[str]:

@@ -12,6 +12,7 @@ from claude_agent_sdk.types import HookCallback, HookInput, HookJSONOutput
 
 from gateway.sdk.attachments import Attachments
 from gateway.sdk.hook_answers import HookAnswers
+from gateway.sdk.hook_endpoint import TIMEOUT_S
 
 __all__ = ["attach_hooks", "pre_compact_callback", "pre_tool_use_callback"]
 
@@ -19,16 +20,20 @@ __all__ = ["attach_hooks", "pre_compact_callback", "pre_tool_use_callback"]
 def attach_hooks(attachments: Attachments, answers: HookAnswers) -> None:
     # No PostToolUse callback: the tool_result in the stream ends the tool span, and every
     # callback costs a control-protocol round trip per tool call.
+    # The timeouts set, and a callback that fails (or overruns them) blocks: Claude Code's
+    # default lets the tool run.
     pre_tool_use, pre_compact = pre_tool_use_callback(answers), pre_compact_callback(answers)
-    attachments.add_hook("PreToolUse", HookMatcher(matcher=None, hooks=[pre_tool_use]))
-    attachments.add_hook("PreCompact", HookMatcher(matcher=None, hooks=[pre_compact]))
+    attachments.add_hook("PreToolUse", HookMatcher(
+        matcher=None, hooks=[pre_tool_use], timeout=TIMEOUT_S["PreToolUse"], on_failure="block"))
+    attachments.add_hook("PreCompact", HookMatcher(
+        matcher=None, hooks=[pre_compact], timeout=TIMEOUT_S["PreCompact"], on_failure="block"))
 
 
 def pre_tool_use_callback(answers: HookAnswers) -> HookCallback:
     async def pre_tool_use(
         data: HookInput, tool_use_id: str | None, _ctx: HookContext
     ) -> HookJSONOutput:
-        return _sdk(answers.pre_tool_use(data, tool_use_id))
+        return _sdk(await answers.pre_tool_use(data, tool_use_id))
 
     return pre_tool_use
 

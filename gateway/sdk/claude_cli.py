@@ -21,8 +21,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from gateway.env import snapshot
 from gateway.errors import ConfigError, GatewayError, one_line
+from gateway.sdk.agent_env import local_agent_env
 from gateway.sdk.options import RunOptions
+from gateway.sdk.stdio import SocketStdio, Streams, open_streams
 
 log = logging.getLogger("gateway.sdk.claude_cli")
 
@@ -164,8 +167,9 @@ def command(options: RunOptions, settings: Mapping[str, Any] | None) -> list[str
 
 
 def child_env(options: RunOptions, extra: Mapping[str, str]) -> dict[str, str]:
-    # CLAUDECODE would tell Claude Code it runs inside another Claude Code session.
-    env = {k: v for k, v in os.environ.items() if k != "CLAUDECODE"}
+    """Claude Code's environment, which the agent's commands inherit (sdk/agent_env.py)."""
+    base = options.base_env
+    env = dict(base) if base is not None else local_agent_env(snapshot())
     env.update(options.env)
     env.update(extra)
     if options.cwd:
@@ -179,28 +183,37 @@ async def run_claude(
     settings: Mapping[str, Any] | None,
     extra_env: Mapping[str, str],
     on_message: Callable[[dict[str, Any]], None],
+    on_start: Callable[[int], None] | None = None,
 ) -> int:
     """Run to the end of Claude Code's output; each JSON object it prints goes to
-    `on_message` on this loop. Returns its exit status; stopped when cancelled."""
+    `on_message` on this loop; `on_start` is told its pid before it is given the prompt.
+    Returns its exit status; stopped when cancelled."""
     cmd = command(options, settings)
+    stdio = SocketStdio()  # not pipes, which the agent's commands could write into
     try:
         proc = await asyncio.create_subprocess_exec(
-            *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            cwd=options.cwd, env=child_env(options, extra_env), limit=LINE_LIMIT,
+            *cmd, stdin=stdio.child_stdin, stdout=stdio.child_stdout,
+            cwd=options.cwd, env=child_env(options, extra_env),
         )
     except OSError as exc:
+        stdio.close()
         raise ClaudeCodeFailed(f"Claude Code did not start: {one_line(exc)}") from None
+    stdio.started()
+    streams: Streams | None = None
     try:
-        assert proc.stdin is not None and proc.stdout is not None
+        if on_start is not None:
+            on_start(proc.pid)
+        streams = await open_streams(stdio, LINE_LIMIT)
+        stdin, stdout = streams.stdin, streams.stdout
         user = {"type": "user", "session_id": "", "parent_tool_use_id": None,
                 "message": {"role": "user", "content": prompt}}
         with contextlib.suppress(OSError):  # it exited already: its status says why
-            proc.stdin.write((json.dumps(user) + "\n").encode())
-            await proc.stdin.drain()
-            proc.stdin.close()  # one prompt: Claude Code ends when the run (and its tasks) do
+            stdin.write((json.dumps(user) + "\n").encode())
+            await stdin.drain()
+            stdin.write_eof()  # one prompt: Claude Code ends when the run (and its tasks) do
         while True:
             try:
-                line = await proc.stdout.readline()
+                line = await stdout.readline()
             except ValueError as exc:  # a line over LINE_LIMIT
                 raise ClaudeCodeFailed(f"Claude Code's output not read: {exc}") from None
             if not line:
@@ -212,6 +225,10 @@ async def run_claude(
     finally:
         if proc.returncode is None:
             await _stop(proc)
+        if streams is not None:
+            streams.close()
+        else:
+            stdio.close()
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:

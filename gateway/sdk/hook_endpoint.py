@@ -5,9 +5,15 @@ observers see hook events and messages in one thread, in order.
 
 Fail closed: every handler carries `"onFailure": "block"` (on the handler: Claude Code
 ignores it on the matcher), so a refused connection, a timeout, a 401 or a 500 blocks the
-tool call or the compaction. Only the process that started the run holds the token (a
-random one per run, passed to Claude Code in its environment), so nothing else on the machine
-can feed the run's audit log and trace.
+tool call or the compaction.
+
+Only the Claude Code the run started is answered. A call must carry the run's token (a
+random one per run, passed to Claude Code in its environment) and, where the system can tell
+(Linux, sdk/peer_process.py), come over a socket that Claude Code's own process holds. The
+token alone is not enough: the agent's commands inherit Claude Code's environment, and any
+process of the same user can read it in /proc/<pid>/environ. A call from anything else is
+refused with 403 and logged, and reaches neither the audit log nor the trace. On macOS there
+is no /proc, and the token is the only check (docs/run.md).
 """
 
 from __future__ import annotations
@@ -20,16 +26,21 @@ import secrets
 import socketserver
 from collections.abc import Callable, Coroutine
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
+from gateway.env import RUN_HOOK_TOKEN_ENV
+from gateway.sdk import peer_process
 from gateway.sdk.hook_answers import HookAnswers
 
 log = logging.getLogger("gateway.sdk.hook_endpoint")
 
-TOKEN_ENV = "AGENT_GATEWAY_RUN_HOOK_TOKEN"
+TOKEN_ENV = RUN_HOOK_TOKEN_ENV
 TIMEOUT_S = {"PreToolUse": 60, "PreCompact": 300}
-"""Claude Code's wait for each answer; past it, the call is blocked (archiving a large
-transcript is the slow one)."""
+"""Claude Code's wait for each answer, set in the settings; past it, the call is blocked
+(archiving a large transcript is the slow one). A decision is answered well inside it
+(hook_answers.DECISION_DEADLINE_S)."""
+Route = Callable[[dict[str, Any], bytes], Coroutine[Any, Any, object]]
+"""An event's answer from the hook input and the bytes it was read from."""
 MAX_BODY = 64 * 1024 * 1024
 """A Write of a large file arrives whole in its hook input."""
 
@@ -39,12 +50,14 @@ class HookEndpoint:
 
     def __init__(self, answers: HookAnswers, loop: asyncio.AbstractEventLoop) -> None:
         self.token = secrets.token_urlsafe(32)
-        routes: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, object]]] = {
-            "/hooks/PreToolUse": _awaitable(answers.pre_tool_use),
-            "/hooks/PreCompact": answers.pre_compact,
+        routes: dict[str, Route] = {
+            "/hooks/PreToolUse": answers.pre_tool_use_raw,
+            "/hooks/PreCompact": lambda data, _raw: answers.pre_compact(data),
         }
+        self._claude = _ClaudeCode(check=peer_process.supported())
         handler = type("Handler", (_Handler,), {
             "routes": routes, "loop": loop, "expected": f"Bearer {self.token}".encode(),
+            "claude": self._claude,
         })
         self._server = _Server(("127.0.0.1", 0), handler)
         self._loop = loop
@@ -82,6 +95,10 @@ class HookEndpoint:
     def env(self) -> dict[str, str]:
         return {TOKEN_ENV: self.token}
 
+    def admit(self, pid: int) -> None:
+        """Answer the process `pid` (the run's Claude Code, once started) and nothing else."""
+        self._claude.pid = pid
+
     def __enter__(self) -> HookEndpoint:
         # Connections are accepted on the loop (no polling thread to wake or wait for);
         # each is served on a thread of its own, which hands the answer back to the loop.
@@ -91,6 +108,14 @@ class HookEndpoint:
     def __exit__(self, *_exc: object) -> None:
         self._loop.remove_reader(self._server.fileno())
         self._server.server_close()
+
+
+class _ClaudeCode:
+    """The process the endpoint answers; `check`: whether this system can tell."""
+
+    def __init__(self, check: bool) -> None:
+        self.check = check
+        self.pid: int | None = None
 
 
 class _Server(ThreadingHTTPServer):
@@ -104,23 +129,17 @@ class _Server(ThreadingHTTPServer):
         self.server_name, self.server_port = str(host), int(port)
 
 
-def _awaitable(
-    answer: Callable[[dict[str, Any]], object],
-) -> Callable[[dict[str, Any]], Coroutine[Any, Any, object]]:
-    async def run(data: dict[str, Any]) -> object:
-        return answer(data)
-
-    return run
-
-
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: one connection for the whole run
     # Headers and body go out in two writes: with Nagle's algorithm the second waits for
     # Claude Code's delayed ACK, 40 ms per hook call.
     disable_nagle_algorithm = True
-    routes: dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, object]]]
+    routes: dict[str, Route]
     loop: asyncio.AbstractEventLoop
     expected: bytes
+    claude: _ClaudeCode
+    verified = False
+    """This connection (one handler per connection) comes from Claude Code's process."""
 
     def do_POST(self) -> None:
         route = self.routes.get(self.path)
@@ -131,6 +150,11 @@ class _Handler(BaseHTTPRequestHandler):
         if not hmac.compare_digest(given, self.expected):
             self._reply(401, {"error": "unauthorized"})
             return
+        refusal = self._not_claude_code()
+        if refusal:
+            log.warning("refused a hook call that is not the run's Claude Code's: %s", refusal)
+            self._reply(403, {"error": "only the run's Claude Code is answered here"})
+            return
         try:
             length = int(self.headers.get("Content-Length") or "")
         except ValueError:
@@ -139,8 +163,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not 0 <= length <= MAX_BODY:
             self._reply(413, {"error": "hook input too large"})
             return
+        raw = self.rfile.read(length)
         try:
-            data = json.loads(self.rfile.read(length))
+            data = json.loads(raw)
         except ValueError:
             self._reply(400, {"error": "hook input is not JSON"})
             return
@@ -149,7 +174,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         event = self.path.rsplit("/", 1)[-1]
         try:
-            answer: object = asyncio.run_coroutine_threadsafe(route(data), self.loop).result(
+            answer: object = asyncio.run_coroutine_threadsafe(route(data, raw), self.loop).result(
                 timeout=TIMEOUT_S[event]
             )
         except Exception as exc:  # no answer: Claude Code blocks (onFailure: block)
@@ -157,6 +182,21 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(500, {"error": f"{event} not answered"})
             return
         self._reply(200, answer)
+
+    def _not_claude_code(self) -> str:
+        """'' when this connection is Claude Code's (checked once: a socket cannot change
+        hands, and Claude Code keeps one connection for the run); else why not."""
+        if self.verified or not self.claude.check:
+            return ""
+        pid = self.claude.pid
+        if pid is None:
+            return "Claude Code has not started"
+        peer = self.client_address[:2]
+        host, port = cast("tuple[str, int]", self.server.server_address)[:2]
+        why = peer_process.holds_connection(pid, (str(peer[0]), int(peer[1])),
+                                            (str(host), int(port)))
+        self.verified = not why
+        return why
 
     def _reply(self, status: int, body: object) -> None:
         payload = json.dumps(body).encode()

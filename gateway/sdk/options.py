@@ -33,7 +33,11 @@ class RunOptions:
     extra_args: dict[str, str | None] = field(default_factory=dict)
     """Further Claude Code flags by name (`autocompact`); None for a flag without value."""
     env: dict[str, str] = field(default_factory=dict)
-    """Set in Claude Code's environment, over the gateway's own."""
+    """Set in Claude Code's environment, over the base one."""
+    base_env: dict[str, str] | None = None
+    """What Claude Code's environment starts from: None, the gateway's own less its secrets
+    (`agent-gateway run`, sdk/agent_env.py local_agent_env); a remote run passes serve's
+    allow-listed one (remote_agent_env)."""
 
 
 AnyOptions = TypeVar("AnyOptions", "ClaudeAgentOptions", RunOptions)

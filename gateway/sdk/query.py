@@ -9,13 +9,13 @@ from typing import Any
 from claude_agent_sdk import ClaudeAgentOptions, Message, StreamEvent, Transport
 from claude_agent_sdk import query as sdk_query
 
-# Not re-exported by the SDK: the gateway wraps the SDK's own subprocess transport, so the CLI
-# flags still come from ClaudeAgentOptions, and taps the raw JSON before the SDK parses it.
-from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
-
 from gateway.env import policy_paths_from_env
 from gateway.sdk.attachments import Attachments, compose_options
 from gateway.sdk.output import is_conversation_message
+
+# The gateway wraps the SDK's own subprocess transport (with socket stdio), so the CLI flags
+# still come from ClaudeAgentOptions, and taps the raw JSON before the SDK parses it.
+from gateway.sdk.sdk_transport import SocketCLITransport
 
 
 class TappedTransport(Transport):
@@ -87,7 +87,7 @@ async def query(
             account = RunAccount(team=budget.team, budget=budget, check_first=False)
         options = attach_gateway(text, options, paths, attached, sys.stderr, account)
     composed = compose_options(options, attached)
-    inner = transport or SubprocessCLITransport(prompt=prompt, options=composed)
+    inner = transport or SocketCLITransport(prompt=prompt, options=composed)
     try:
         async for message in sdk_query(
             prompt=prompt, options=composed, transport=TappedTransport(inner, attached)

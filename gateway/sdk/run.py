@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from gateway.env import anthropic_base_url
 from gateway.errors import EXIT_FAILED, EXIT_OK
@@ -23,6 +23,9 @@ from gateway.sdk.output import (
     is_conversation_message,
     result_failure,
 )
+
+if TYPE_CHECKING:
+    from gateway.sdk.hook_answers import Decide
 
 
 @dataclass
@@ -43,14 +46,16 @@ async def execute(
     err: TextIO,
     extra_taps: list[MessageTap] | None = None,
     account: RunAccount | None = None,
+    decide: Decide | None = None,
 ) -> int:
     """Run to the end of the stream, print as asked, return the exit status. With a team
     budget (`account.budget`): refused before it starts when the budget is used up, capped
-    at what is left, and charged what it cost when it ends."""
+    at what is left, and charged what it cost when it ends. `decide`: where its PreToolUse
+    calls are decided (serve's workers) when not in this process."""
     account = account or RunAccount()
     budget = account.budget
     if budget is None:
-        return await _execute(request, out, err, extra_taps, account)
+        return await _execute(request, out, err, extra_taps, account, decide)
     if account.check_first:
         try:
             options = await admit(budget, request.options, err)
@@ -59,7 +64,7 @@ async def execute(
             return exc.exit_code
         request = dataclasses.replace(request, options=options)
     try:
-        return await _execute(request, out, err, extra_taps, account)
+        return await _execute(request, out, err, extra_taps, account, decide)
     finally:
         await budget.charge()
 
@@ -70,6 +75,7 @@ async def _execute(
     err: TextIO,
     extra_taps: list[MessageTap] | None,
     account: RunAccount,
+    decide: Decide | None = None,
 ) -> int:
     import asyncio
 
@@ -91,6 +97,7 @@ async def _execute(
     options, answers = prepare_gateway(
         request.prompt, request.options, request.policy_paths, attachments, err, account
     )
+    answers.decide = decide
 
     def tap(message: StreamMessage) -> None:
         if is_conversation_message(message):
@@ -99,7 +106,8 @@ async def _execute(
     try:
         with HookEndpoint(answers, asyncio.get_running_loop()) as endpoint:
             settings = merged_settings(options, endpoint.settings())
-            status = await run_claude(request.prompt, options, settings, endpoint.env(), tap)
+            status = await run_claude(request.prompt, options, settings, endpoint.env(), tap,
+                                      on_start=endpoint.admit)
     finally:
         attachments.close()
     if tracker.last is None and status != 0:

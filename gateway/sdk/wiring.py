@@ -77,7 +77,8 @@ def prepare_gateway(
         tracer.observers.append(account.budget.observe)
         if account.metrics is None:
             metrics.observe_budgets(account.budget.rows)
-    answers = HookAnswers(engine, tracer, attachments.observers, HookCounts(metrics, account.team))
+    answers = HookAnswers(engine, tracer, attachments.observers, HookCounts(metrics, account.team),
+                          trail=export)
     options = with_os_sandbox(options, answers, err)
     return dataclasses.replace(options, env={**options.env, **tracer.child_env()}), answers
 
@@ -93,7 +94,9 @@ def with_os_sandbox(options: AnyOptions, answers: HookAnswers, err: TextIO) -> A
     from gateway.sdk.os_sandbox import run_sandbox
 
     cwd = str(options.cwd) if options.cwd is not None else None
-    sandbox = run_sandbox(answers.engine.policy, {**os.environ, **options.env}, cwd or "")
+    base = getattr(options, "base_env", None)  # a remote run's: the one Claude Code gets
+    env = {**(base if base is not None else os.environ), **options.env}
+    sandbox = run_sandbox(answers.engine.policy, env, cwd or "")
     answers.sandbox, answers.sandbox_unavailable = sandbox.fingerprint, sandbox.unavailable
     if sandbox.unavailable:
         err.write(f"agent-gateway: the policy requires Claude Code's OS sandbox (sandbox: "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,11 +19,19 @@ from gateway.server.auth import (
     TokenTable,
     auth_middleware,
     caller_of,
+    identify,
     scraper_allowed,
 )
 from gateway.server.bodies import BodyError, JSONBody, parse_object, read_limited
 from gateway.server.budget_gate import REFUSAL_STATUS, REFUSAL_TYPE, Refusal
-from gateway.server.proxy import SESSION_HEADER, ExchangeSink, Proxy, anthropic_error
+from gateway.server.proxy import (
+    PARSE_REQUEST_MAX,
+    SESSION_HEADER,
+    ExchangeSink,
+    Proxy,
+    anthropic_error,
+    error_type,
+)
 from gateway.server.runs import RunRefused
 from gateway.server.service import (
     BUDGET_RULE,
@@ -32,15 +40,22 @@ from gateway.server.service import (
     bad_request,
     cannot_answer,
 )
+from gateway.server.upload import Upload
 from gateway.telemetry.content import DEFAULT_LIMIT
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 MAX_HOOK_BODY = 1024 * 1024
-MAX_MESSAGES_BODY = 64 * 1024 * 1024
+MAX_MESSAGES_BODY = 32 * 1024 * 1024
+"""The Messages API's own limit (32 MB): a larger body could only be refused upstream."""
+HOOK_BODY_TIMEOUT_S = 10.0
+"""A hook or run body (at most 1 MiB) must arrive whole within this."""
+MESSAGES_BODY_TIMEOUT_S = 120.0
+"""A Messages API body (at most 32 MiB) must arrive whole within this."""
 PARSE_INLINE = 64 * 1024
 """Bodies up to this size are decoded and parsed on the loop; larger ones in a thread."""
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 log = logging.getLogger("gateway.server")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @dataclass
@@ -67,8 +82,9 @@ def create_app(
 ) -> web.Application:
     """`service` answers hooks and runs; `sink` gets each proxied exchange (chat spans)."""
     app = web.Application(
-        client_max_size=MAX_MESSAGES_BODY,
-        middlewares=[auth_middleware(config.tokens)],
+        # Bodies are read where their limits are (bodies.py, upload.py); this is a backstop.
+        client_max_size=MAX_HOOK_BODY,
+        middlewares=[_errors, auth_middleware(config.tokens)],
         # Bodies are decoded where the limits are (bodies.py); the proxy forwards them as sent.
         handler_args={"auto_decompress": False},
     )
@@ -117,6 +133,29 @@ def _proxy_ctx(config: ServeConfig, sink: ExchangeSink | None) -> Any:
     return ctx
 
 
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """No error leaves as aiohttp's plain text: the Messages API paths answer in that API's
+    shape (which Claude Code shows), the others `{"error": ...}`."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return _error(request, exc.status, exc.reason)
+    except Exception as exc:
+        if request.writer.output_size:
+            raise  # the answer is under way: aiohttp cuts the connection
+        log.exception("%s %s not answered", request.method, request.path[:64])
+        return _error(request, 500, f"agent-gateway could not answer: {one_line(exc, typed=True)}")
+
+
+def _error(request: web.Request, status: int, message: str) -> web.Response:
+    if request.path.startswith("/v1/messages"):
+        return anthropic_error(status, error_type(status), message)
+    return web.json_response({"error": message}, status=status)
+
+
 async def _messages(request: web.Request) -> web.StreamResponse:
     caller = caller_of(request)
     service = request.app[SERVICE]
@@ -124,19 +163,39 @@ async def _messages(request: web.Request) -> web.StreamResponse:
     refusal = await service.model_request_refusal(session_id, caller)
     if refusal:
         return anthropic_error(403, "permission_error", f"agent-gateway refused: {refusal}")
+    proxy = request.app[PROXY]
+    try:
+        upload = Upload(request, MAX_MESSAGES_BODY, timeout_s=MESSAGES_BODY_TIMEOUT_S,
+                        keep=proxy.keep)
+        if service.gate is not None and request.path == "/v1/messages":
+            return await _budgeted(request, upload)
+    except BodyError as exc:
+        return anthropic_error(exc.status, error_type(exc.status), f"agent-gateway: {exc}")
+    return await proxy.handle(request, upload)
+
+
+async def _budgeted(request: web.Request, upload: Upload) -> web.StreamResponse:
+    """A model request of a caller who may have a team budget: a hold first, or a refusal."""
+    caller = caller_of(request)
+    service = request.app[SERVICE]
     hold = None
-    if service.gate is not None and request.path == "/v1/messages":
-        body = await request.read()  # kept by aiohttp: the proxy forwards these bytes
+    if service.gate is not None:
+        if caller.budget:
+            # The hold needs the model and max_tokens (the head), and the size, before
+            # anything is forwarded: a body sent without Content-Length is read whole first.
+            await (upload.peek(PARSE_REQUEST_MAX) if upload.length is not None
+                   else upload.buffer())
         compressed = bool(request.headers.get("Content-Encoding"))
-        outcome = await service.gate.reserve(caller, body, compressed=compressed)
+        outcome = await service.gate.reserve(caller, upload.head, compressed=compressed,
+                                             size=upload.length or upload.size)
         if isinstance(outcome, Refusal):
             await service.audit_refusal(
-                MODEL_REQUEST, {"session_id": session_id}, caller, outcome.message,
-                rule_id=BUDGET_RULE,
+                MODEL_REQUEST, {"session_id": request.headers.get(SESSION_HEADER, "")}, caller,
+                outcome.message, rule_id=BUDGET_RULE,
             )
             return anthropic_error(REFUSAL_STATUS, REFUSAL_TYPE, outcome.message)
         hold = outcome
-    return await request.app[PROXY].handle(request, hold)
+    return await request.app[PROXY].handle(request, upload, hold)
 
 
 async def _metrics(request: web.Request) -> web.Response:
@@ -154,9 +213,19 @@ async def _healthz(_request: web.Request) -> web.Response:
 
 
 async def _readyz(request: web.Request) -> web.Response:
-    state = await request.app[SERVICE].readiness()
-    body = {"ready": state.ready, "problems": state.problems, "warnings": state.warnings}
-    return web.json_response(body, status=200 if state.ready else 503)
+    """Ready or not, to anyone (a load balancer's probe carries no token); why, only to a
+    token: the metrics (operator's) token sees everything, a tenant's token the problems and
+    the warnings about its own policy files, never another tenant's."""
+    config = request.app[CONFIG]
+    service = request.app[SERVICE]
+    state = await service.readiness()
+    status = 200 if state.ready else 503
+    if not config.tokens.enabled or scraper_allowed(request, config.metrics_token):
+        return web.json_response(state.details(), status=status)
+    caller = identify(config.tokens, request)
+    if caller is None:
+        return web.json_response({"ready": state.ready}, status=status)
+    return web.json_response(state.details(service.policy_layers(caller)), status=status)
 
 
 async def _hook(request: web.Request) -> web.Response:
@@ -200,7 +269,7 @@ async def _hook(request: web.Request) -> web.Response:
 
 async def _read_json(request: web.Request, limit: int) -> JSONBody:
     """The decoded body and its JSON object, within the limits of bodies.py."""
-    raw = await read_limited(request, limit)
+    raw = await read_limited(request, limit, HOOK_BODY_TIMEOUT_S)
     encoding = request.headers.get("Content-Encoding", "")
     if len(raw) <= PARSE_INLINE and not encoding:
         return JSONBody(raw, parse_object(raw))

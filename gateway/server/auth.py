@@ -20,11 +20,12 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from gateway.budgets.limits import Limit, parse_budget
-from gateway.env import TOKEN_ENV, variable
+from gateway.env import METRICS_TOKEN_ENV, TOKEN_ENV, variable
 from gateway.errors import ConfigError, one_line
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
-"""/metrics checks its own token (scraper_allowed): tenants' tokens do not open it."""
+"""/metrics checks its own token (scraper_allowed): tenants' tokens do not open it. /readyz
+answers anyone whether the replica is ready, and why only to a token (app.py)."""
 TOKEN_HEADER = "X-Agent-Gateway-Token"
 """The gateway token where `Authorization` carries the upstream's credential (the proxy):
 Claude Code sends it with ANTHROPIC_CUSTOM_HEADERS="X-Agent-Gateway-Token: TOKEN"."""
@@ -40,7 +41,6 @@ HOOK_AUTH_FAILURE = (
     f"agent-gateway: missing or invalid gateway token (Authorization: Bearer ${TOKEN_ENV})"
 )
 
-METRICS_TOKEN_ENV = "AGENT_GATEWAY_METRICS_TOKEN"
 METRICS_AUTH_FAILURE = (
     f"agent-gateway: GET /metrics needs 'Authorization: Bearer ${METRICS_TOKEN_ENV}' "
     "(the scraper's token, set on serve; a tenant's token does not open it)"
@@ -233,6 +233,11 @@ def _authenticate(table: TokenTable, request: web.Request) -> tuple[Caller | Non
         found = caller
         held.add(header)
     return found, frozenset(held)
+
+
+def identify(table: TokenTable, request: web.Request) -> Caller | None:
+    """The caller a request's gateway token names, on a path the middleware leaves open."""
+    return _authenticate(table, request)[0] if table.enabled else None
 
 
 def scraper_allowed(request: web.Request, metrics_token: str) -> bool:

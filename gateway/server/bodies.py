@@ -8,6 +8,7 @@ forwards bodies byte for byte and the hooks decode here, where the limits are.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import zlib
 from typing import Any, NamedTuple, cast
@@ -29,15 +30,21 @@ class BodyError(Exception):
         self.status = status
 
 
-async def read_limited(request: web.Request, limit: int) -> bytes:
-    """The raw body as sent (still encoded), never buffered past `limit` bytes."""
+async def read_limited(request: web.Request, limit: int, timeout_s: float) -> bytes:
+    """The raw body as sent (still encoded), never buffered past `limit` bytes, whole within
+    `timeout_s` (a client sending a byte at a time holds nothing for long): 413, 408."""
     if request.content_length is not None and request.content_length > limit:
-        raise BodyError(413, f"body larger than {_size(limit)}")
+        raise BodyError(413, f"body larger than {size_text(limit)}")
     data = bytearray()
-    while chunk := await request.content.read(limit + 1 - len(data)):
-        data += chunk
-        if len(data) > limit:
-            raise BodyError(413, f"body larger than {_size(limit)}")
+    try:
+        async with asyncio.timeout(timeout_s):
+            while chunk := await request.content.read(limit + 1 - len(data)):
+                data += chunk
+                if len(data) > limit:
+                    raise BodyError(413, f"body larger than {size_text(limit)}")
+    except TimeoutError:
+        raise BodyError(408, f"the body did not arrive within {timeout_s:g} s "
+                             f"({len(data)} bytes came)") from None
     return bytes(data)
 
 
@@ -66,7 +73,7 @@ def _inflate(raw: bytes, wbits: int, name: str, limit: int) -> bytes:
     except zlib.error as exc:
         raise BodyError(400, f"invalid {name} body: {exc}") from None
     if len(out) > limit or inflater.unconsumed_tail:
-        raise BodyError(413, f"body larger than {_size(limit)} once decompressed")
+        raise BodyError(413, f"body larger than {size_text(limit)} once decompressed")
     if not inflater.eof:
         raise BodyError(400, f"invalid {name} body: truncated")
     if inflater.unused_data:
@@ -114,5 +121,5 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
-def _size(limit: int) -> str:
+def size_text(limit: int) -> str:
     return f"{limit // (1024 * 1024)} MiB" if limit % (1024 * 1024) == 0 else f"{limit} bytes"

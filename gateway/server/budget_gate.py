@@ -136,9 +136,10 @@ class BudgetGate:
         return found
 
     async def reserve(
-        self, caller: Caller, body: bytes, *, compressed: bool
+        self, caller: Caller, body: bytes, *, compressed: bool, size: int | None = None
     ) -> Hold | Refusal | None:
-        """A hold for this request, a refusal, or None when the caller has no budget."""
+        """A hold for this request, a refusal, or None when the caller has no budget. `body`
+        may be the head of a body of `size` bytes (the model and max_tokens come first)."""
         if not caller.budget:
             return None
         model = request_model(body)
@@ -153,7 +154,8 @@ class BudgetGate:
                 "the request is refused"
             ))
         amount, allowance = reservation(
-            price, body, compressed=compressed, reserve_output_tokens=self.reserve_output_tokens
+            price, body, compressed=compressed, reserve_output_tokens=self.reserve_output_tokens,
+            size=size,
         )
         hold = Hold(self, uuid.uuid4().hex, caller.name, model, counters, amount, allowance)
         try:

@@ -129,6 +129,21 @@ def gateway_settings(
     return settings
 
 
+COMMAND_HOOK_TIMEOUT_S = 30
+"""The command hook's `timeout`, set explicitly: it answers well inside it (a local decision
+within hooks/command.py's HOOK_DEADLINE_S plus a grace to record a deny; a relay within its
+--timeout plus a margin)."""
+
+
+def command_hook_handler(command: str) -> HookHandler:
+    """A PreToolUse command hook handler: its timeout set, and `onFailure: block`, because
+    measured on Claude Code 2.1.332 a command hook that overran its timeout or was killed let
+    the tool run ("A hook didn't answer in time, so it didn't check this action"); with it,
+    both block."""
+    return {"type": "command", "command": command, "timeout": COMMAND_HOOK_TIMEOUT_S,
+            "onFailure": "block"}
+
+
 def command_hook_settings(
     url: str, *, static_denies: Sequence[str] = (), gateway_command: str = "agent-gateway"
 ) -> ClaudeSettings:
@@ -137,9 +152,7 @@ def command_hook_settings(
     base = url.rstrip("/")
     command = f"{gateway_command} hook pre-tool-use --remote {base}"
     return {
-        "hooks": {
-            "PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]
-        },
+        "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [command_hook_handler(command)]}]},
         "permissions": {"deny": list(dict.fromkeys(static_denies))},
         "env": {"ANTHROPIC_BASE_URL": base, "CLAUDE_CODE_MAX_RETRIES": MAX_RETRIES},
         "apiKeyHelper": API_KEY_HELPER,

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gateway.errors import GatewayError, one_line
 from gateway.hooks.engine import Engine
+from gateway.policy.reload import PolicyFiles
+from gateway.sdk.private_process import make_private
 from gateway.server.workers import serve_jobs
 from gateway.types import Decision
 
@@ -46,6 +48,8 @@ class DecideRequest:
     """The caller, recorded in the audit record."""
     sandbox: str = ""
     """The fingerprint of the OS sandbox the session's settings turned on ('' none)."""
+    sandbox_unavailable: str = ""
+    """Why the sandbox the policy requires could not start (a remote run knows; '' it could)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +90,13 @@ class WorkerInit:
     backstop for a worker whose server is gone."""
     warm: tuple[tuple[str, ...], ...] = ()
     """Policy layer sets to load before the worker says it is ready."""
+    policy_texts: tuple[tuple[str, bytes], ...] = ()
+    """The policy files' texts the server has in force: a worker starts from them, never from
+    a file that may be half-written as it starts (policy/reload.py)."""
 
 
 def worker_main(conn: Connection, init: WorkerInit) -> None:
+    make_private()  # it holds serve's environment (forked from a private forkserver: already)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when workers stop
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(name)s [decision worker] %(message)s"
@@ -98,15 +106,16 @@ def worker_main(conn: Connection, init: WorkerInit) -> None:
     os.chdir(init.cwd)
     if init.memory_limit:
         resource.setrlimit(resource.RLIMIT_AS, (init.memory_limit, init.memory_limit))
+    files = PolicyFiles(seed=dict(init.policy_texts))
     engines: dict[tuple[str, ...], Engine] = {}
     for layers in init.warm:
         with contextlib.suppress(GatewayError):  # reported when a request needs these layers
-            engines[layers] = _engine(layers, init)
+            engines[layers] = _engine(layers, init, files)
 
     def handle(request: DecideRequest) -> Reply:
         signal.setitimer(signal.ITIMER_REAL, init.job_limit_s)
         try:
-            return _handle(engines, init, request)
+            return _handle(engines, init, request, files)
         except MemoryError:
             return WorkerError(f"out of memory (limit {init.memory_limit // (1024 * 1024)} MiB)")
         except Exception as exc:  # an engine bug: the server answers with a deny
@@ -117,8 +126,9 @@ def worker_main(conn: Connection, init: WorkerInit) -> None:
     serve_jobs(conn, handle)
 
 
-def _handle(engines: dict[tuple[str, ...], Engine], init: WorkerInit, request: DecideRequest
-            ) -> Reply:
+def _handle(engines: dict[tuple[str, ...], Engine], init: WorkerInit, request: DecideRequest,
+            files: PolicyFiles | None = None) -> Reply:
+    files = files or PolicyFiles()
     layers = request.layers
     engine = engines.get(layers)
     if engine is None:
@@ -126,13 +136,14 @@ def _handle(engines: dict[tuple[str, ...], Engine], init: WorkerInit, request: D
         if failed is not None and time.monotonic() - failed.at < RETRY_LOAD_S:
             return Unloadable(failed.message)
         try:
-            engine = engines[layers] = _engine(layers, init)
+            engine = engines[layers] = _engine(layers, init, files)
         except GatewayError as exc:
             _FAILED[layers] = _LoadFailure(time.monotonic(), one_line(exc))
             return Unloadable(one_line(exc))
         _FAILED.pop(layers, None)
     answer = engine.pre_tool_use(request.body, audit_extra={"tenant": request.tenant},
-                                 sandbox=request.sandbox)
+                                 sandbox=request.sandbox,
+                                 sandbox_unavailable=request.sandbox_unavailable)
     return Decided(answer.decision, answer.output, answer.record)
 
 
@@ -150,6 +161,7 @@ _FAILED: dict[tuple[str, ...], _LoadFailure] = {}
 """Per layer set that did not load: when, and why."""
 
 
-def _engine(layers: tuple[str, ...], init: WorkerInit) -> Engine:
+def _engine(layers: tuple[str, ...], init: WorkerInit, files: PolicyFiles) -> Engine:
     # No off-host copy here: the server exports the records its workers write.
-    return Engine(layers, audit_log=Path(init.audit_log) if init.audit_log else None)
+    return Engine(layers, audit_log=Path(init.audit_log) if init.audit_log else None,
+                  files=files)

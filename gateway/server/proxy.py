@@ -1,8 +1,9 @@
 """Streaming pass-through to the upstream Messages API, with a tap for chat spans.
 
 Bytes go to the client as they arrive; the tap decodes a copy. Request bodies are forwarded
-as sent (Content-Encoding included). Auth headers pass unchanged, except the one that held the
-gateway's own token.
+as sent (Content-Encoding included), streamed as they arrive under a size limit and a deadline
+(upload.py). Auth headers pass unchanged, except the one that held the gateway's own token.
+Every error the gateway itself answers is in the Messages API's own shape (`anthropic_error`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import aiohttp
 from aiohttp import web
 
 from gateway.server.auth import caller_of, gateway_token_headers
+from gateway.server.bodies import BodyError
 from gateway.server.sse import SseDecoder
+from gateway.server.upload import Upload
 from gateway.telemetry.chat import ChatAccumulator, accumulate
 from gateway.telemetry.content import DEFAULT_LIMIT
 
@@ -43,6 +46,8 @@ _DROP_RESPONSE = frozenset(
 )
 SESSION_HEADER = "X-Claude-Code-Session-Id"
 MAX_TAPPED_BODY = 1024 * 1024
+CAPTURED_REQUEST_MAX = 8 * 1024 * 1024
+"""Request bodies kept whole for content capture at most (larger: no input messages)."""
 log = logging.getLogger("gateway.server.proxy")
 
 
@@ -100,15 +105,22 @@ class Proxy:
     """What each exchange keeps of the response's content (for content capture's output
     messages): the capture limit when capture is on, 0 when it is off."""
 
+    @property
+    def keep(self) -> int:
+        """What each request body keeps: its head (the model, max_tokens), or for content
+        capture the whole of one small enough to be parsed after the response."""
+        return CAPTURED_REQUEST_MAX if self.content_cap != 0 else PARSE_REQUEST_MAX
+
     async def handle(
-        self, request: web.Request, hold: Settles | None = None
+        self, request: web.Request, upload: Upload, hold: Settles | None = None
     ) -> web.StreamResponse:
-        body = await request.read()
         started = time.time_ns()
         # The gateway's own token is not the upstream's credential.
         drop = _DROP_REQUEST | gateway_token_headers(request)
         headers = {k: v for k, v in request.headers.items() if k.lower() not in drop}
         headers["Accept-Encoding"] = "identity"  # the tap reads the SSE as text
+        if upload.length is not None:  # streamed on as it came, not chunked
+            headers["Content-Length"] = str(upload.length)
         url = self.upstream.rstrip("/") + request.path_qs
         exchange = ProxiedExchange(
             session_id=request.headers.get(SESSION_HEADER, ""),
@@ -123,7 +135,7 @@ class Proxy:
         )
         response: web.StreamResponse | None = None
         try:
-            async with self.session.post(url, data=body, headers=headers) as upstream:
+            async with self.session.post(url, data=upload.chunks(), headers=headers) as upstream:
                 exchange.status = upstream.status
                 response = web.StreamResponse(
                     status=upstream.status,
@@ -135,10 +147,20 @@ class Proxy:
                 await self._pump(upstream, response, exchange)
                 await response.write_eof()
                 return response
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            exchange.error = f"upstream failed: {' '.join(str(exc).split()) or type(exc).__name__}"
+        except (aiohttp.ClientError, TimeoutError, BodyError) as exc:
+            refused = upload.error  # the request body was refused as it streamed
+            if refused is not None:
+                exchange.error = f"request body refused: {refused}"
+            else:
+                exchange.error = (
+                    f"upstream failed: {' '.join(str(exc).split()) or type(exc).__name__}"
+                )
             if response is not None:
                 raise  # headers are out: the client sees a cut stream, as from the upstream
+            if refused is not None:
+                exchange.status = refused.status
+                return anthropic_error(refused.status, error_type(refused.status),
+                                       f"agent-gateway: {refused}")
             exchange.status = 502
             return anthropic_error(502, "api_error", exchange.error)
         finally:
@@ -147,8 +169,9 @@ class Proxy:
                 hold.settle(exchange)
             if self.sink is not None and request.path == "/v1/messages":
                 # Parsed after the response, off the time-to-first-byte path.
-                exchange.request_model = request_model(body)
-                exchange.request_body = body
+                whole = upload.whole
+                exchange.request_model = request_model(whole or upload.head[:1024])
+                exchange.request_body = whole or b""
                 try:
                     self.sink(exchange)
                 except Exception:  # tracing must never break the proxied call
@@ -189,6 +212,17 @@ def anthropic_error(status: int, error_type: str, message: str) -> web.Response:
     return web.json_response(body, status=status)
 
 
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+                403: "permission_error", 404: "not_found_error", 413: "request_too_large",
+                429: "rate_limit_error", 529: "overloaded_error"}
+
+
+def error_type(status: int) -> str:
+    """The Messages API's error type for a status (its docs: other 4xx are
+    invalid_request_error, 5xx api_error)."""
+    return _ERROR_TYPES.get(status) or ("invalid_request_error" if status < 500 else "api_error")
+
+
 def _is_sse(response: aiohttp.ClientResponse) -> bool:
     return response.headers.get("Content-Type", "").startswith("text/event-stream")
 
@@ -196,7 +230,7 @@ def _is_sse(response: aiohttp.ClientResponse) -> bool:
 def _json_object(data: bytes) -> dict[str, Any] | None:
     try:
         value = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than the parser goes: not read
         return None
     return value if isinstance(value, dict) else None
 

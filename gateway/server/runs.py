@@ -13,7 +13,7 @@ import asyncio
 import io
 import json
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypedDict, cast
 
@@ -21,6 +21,7 @@ from gateway.types import JSONObject
 
 if TYPE_CHECKING:
     from gateway.sdk.account import RunAccount
+    from gateway.sdk.hook_answers import Decide
 
 _STRINGS = ("cwd", "model", "permission_mode", "effort", "resume")
 _REMOTE_PERMISSION_MODES = frozenset({"default", "acceptEdits", "plan", "dontAsk"})
@@ -34,19 +35,24 @@ class RunRefused(Exception):
         self.status = status
 
 
+OUTSIDE_ROOTS = "'cwd' is outside this token's runs roots"
+"""The one answer for any cwd that resolves outside the roots, whatever is there: nothing
+about the host (whether a path exists, where a symlink points) is told to a caller."""
+
+
 def confine_cwd(cwd: str, roots: Sequence[str]) -> str:
-    """The real path of `cwd` when it lies inside one of `roots` (symlinks resolved)."""
+    """The real path of `cwd` when it is a directory inside one of `roots` (symlinks
+    resolved); RunRefused 403 with OUTSIDE_ROOTS for anything outside them."""
     if not os.path.isabs(cwd):
-        raise RunRefused(400, f"'cwd' must be an absolute path, got {cwd!r}")
+        raise RunRefused(400, "'cwd' must be an absolute path")
     real = os.path.realpath(cwd)
-    if not os.path.isdir(real):
-        raise RunRefused(400, f"'cwd' {cwd} is not a directory")
     for root in roots:
         real_root = os.path.realpath(root)
         if real == real_root or real.startswith(real_root.rstrip("/") + "/"):
+            if not os.path.isdir(real):  # inside the caller's own roots: it may know
+                raise RunRefused(400, f"'cwd' {cwd} is not a directory")
             return real
-    shown = cwd if real == cwd else f"{cwd} (really {real})"
-    raise RunRefused(403, f"'cwd' {shown} is outside this token's runs roots")
+    raise RunRefused(403, OUTSIDE_ROOTS)
 
 
 class RunOptions(TypedDict, total=False):
@@ -158,10 +164,13 @@ class _QueueWriter(io.StringIO):
 
 
 async def stream_run_lines(
-    spec: RunSpec, account: RunAccount | None = None
+    spec: RunSpec, agent_env: Mapping[str, str], account: RunAccount | None = None,
+    decide: Decide | None = None,
 ) -> AsyncIterator[bytes]:
-    """Run the agent on this loop; yield NDJSON bytes as messages arrive; `account`: the
-    team, metrics and budget it counts against."""
+    """Run the agent on this loop; yield NDJSON bytes as messages arrive. `agent_env`: all
+    the environment Claude Code gets (never serve's own); `account`: the team, metrics and
+    budget it counts against; `decide`: where its PreToolUse calls are decided (serve's
+    decision workers: never on this loop)."""
     from gateway.errors import GatewayError
     from gateway.sdk.options import RunOptions as AgentOptions
     from gateway.sdk.run import RunRequest, execute
@@ -171,7 +180,8 @@ async def stream_run_lines(
     request = RunRequest(
         prompt=spec.prompt,
         options=AgentOptions(
-            include_partial_messages=spec.include_partial_messages, **spec.options
+            include_partial_messages=spec.include_partial_messages, base_env=dict(agent_env),
+            **spec.options,
         ),
         policy_paths=list(spec.policy_paths),
         output_format="stream-json",
@@ -179,7 +189,7 @@ async def stream_run_lines(
 
     async def run() -> int:
         try:
-            return await execute(request, _QueueWriter(queue), err, None, account)
+            return await execute(request, _QueueWriter(queue), err, None, account, decide)
         except GatewayError as exc:
             err.write(f"agent-gateway run: error: {exc}\n")
             return exc.exit_code

@@ -12,26 +12,32 @@ Every hook request handled leaves one audit record, decided or not (audit_events
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import errno
+import functools
 import json
 import logging
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
-from gateway.audit.log import append_record, audit_path
+from gateway.audit.log import append_record, audit_path, checkpoint_path
 from gateway.audit.record import DecisionRecord, EventRecord, decision_record
 from gateway.env import snapshot
 from gateway.errors import GatewayError, one_line
 from gateway.hookio.parse import parse_pre_tool_use
 from gateway.hookio.render import render_pre_tool_use
 from gateway.hookio.wire import PreCompactOutput, PreToolUseHookSpecificOutput, PreToolUseOutput
-from gateway.hooks.decision import fail_closed
+from gateway.hooks.decision import PreToolUseAnswer, fail_closed
 from gateway.hooks.engine import Engine
 from gateway.hooks.trail import AuditExport
+from gateway.policy.reload import INTERVAL_S, PolicyFiles
+from gateway.sdk.agent_env import remote_agent_env
 from gateway.server import audit_events as ev
 from gateway.server.auth import Caller
 from gateway.server.bodies import JSONBody, decode_object
@@ -78,6 +84,8 @@ RUNS_OFF = (
     "remote runs are off on this gateway: start it with `agent-gateway serve --runs-root DIR` "
     "(or give this token runs_roots in the tokens file)"
 )
+WORKER_PRELOAD = ("gateway.server.private_forkserver", worker_main.__module__)
+"""What the workers' forkserver imports before it forks any: first, what makes it private."""
 TENANT_RULE = "gateway.tenant"
 BUDGET_RULE = "gateway.budget"
 REMOTE_RUN = "RemoteRun"
@@ -107,6 +115,13 @@ class HookReply:
     the caller runs it once the response is written."""
 
 
+class Notice(NamedTuple):
+    """A warning, and the policy files it is about (a caller is shown only its own)."""
+
+    text: str
+    policies: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Readiness:
     """`problems` make the replica not ready; `warnings` are shown while it stays ready.
@@ -114,11 +129,25 @@ class Readiness:
     /readyz shows both; metrics read the same value."""
 
     problems: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Notice] = field(default_factory=list)
 
     @property
     def ready(self) -> bool:
         return not self.problems
+
+    def details(self, policies: Collection[str] | None = None) -> ReadinessBody:
+        """The /readyz body; `policies`: only warnings about these files (None: all)."""
+        shown = [
+            n.text for n in self.warnings
+            if policies is None or set(n.policies) <= set(policies)
+        ]
+        return {"ready": self.ready, "problems": self.problems, "warnings": shown}
+
+
+class ReadinessBody(TypedDict):
+    ready: bool
+    problems: list[str]
+    warnings: list[str]
 
 
 class GatewayService:
@@ -138,8 +167,16 @@ class GatewayService:
         audit_export: AuditExport | None = None,
         gate: BudgetGate | None = None,
         metrics: GatewayMetrics | None = None,
+        agent_env: Mapping[str, str] | None = None,
     ) -> None:
+        """`agent_env`: the environment remote runs' Claude Code gets (sdk/agent_env.py);
+        None: the allow-listed part of this process's own."""
         self._paths = tuple(policy_paths)
+        self._agent_env = dict(agent_env if agent_env is not None
+                               else remote_agent_env(snapshot()))
+        self._files = PolicyFiles()
+        """The policy texts in force here; a new decision worker starts from them."""
+        self._poll: asyncio.Task[None] | None = None
         self._tracer = tracer
         self._audit_log = audit_log or audit_path()
         self._audit_export = audit_export
@@ -161,7 +198,7 @@ class GatewayService:
         self.tenancy = Tenancy(owners, self._offload.io)
         self.engine_for(Caller(name="server"))  # the server's own policy must load now
         n = workers or cores()
-        preload = (worker_main.__module__,)
+        preload = WORKER_PRELOAD
         self._small = WorkerPool(
             worker_main, self._worker_init, size=n, budget_s=decision_budget_s,
             demote_after_s=DEMOTE_AFTER_S, preload=preload, name="agent-gateway-decide",
@@ -176,8 +213,13 @@ class GatewayService:
         await self._large.start()
         if self.gate is not None:
             await self.gate.start()
+        self._poll = asyncio.create_task(self._poll_policies())
 
     async def close(self) -> None:
+        if self._poll is not None:
+            self._poll.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poll
         if self.gate is not None:
             await self.gate.close()
         await self._small.close()
@@ -190,9 +232,14 @@ class GatewayService:
         engine = self._engines.get(layers)
         if engine is None:
             engine = self._engines[layers] = Engine(
-                layers, audit_log=self._audit_log, audit_export=self._audit_export
+                layers, audit_log=self._audit_log, audit_export=self._audit_export,
+                files=self._files,
             )
         return engine
+
+    def policy_layers(self, caller: Caller) -> tuple[str, ...]:
+        """The policy files that decide the caller's tool calls, org first."""
+        return (*self._paths, *caller.extra_policies)
 
     def _layers(self, caller: Caller) -> tuple[str, ...]:
         layers = (*self._paths, *caller.extra_policies)
@@ -208,7 +255,26 @@ class GatewayService:
             memory_limit=WORKER_MEMORY_LIMIT,
             job_limit_s=self.decision_budget_s + 5,
             warm=tuple(dict.fromkeys([*self._engines, *self._decided_layers])),
+            policy_texts=tuple(self._files.accepted().items()),
         )
+
+    async def _poll_policies(self) -> None:
+        """Follow the policy files as the workers do, so that a worker started now begins
+        from what they have in force, and reloads are logged and shown once, here."""
+        while True:
+            await asyncio.sleep(INTERVAL_S)
+            try:
+                await self._offload.io(self._follow_policies)
+            except Exception:  # never stops following; the next round tries again
+                log.exception("following the policy files failed")
+
+    def _follow_policies(self) -> None:
+        for layers in list(self._decided_layers):
+            with contextlib.suppress(GatewayError):  # a worker says why when it needs them
+                self._files.texts(layers)
+        for engine in list(self._engines.values()):
+            engine.policy  # noqa: B018 (reloads when the files' texts in force changed)
+        self._files.refresh({p for layers in list(self._decided_layers) for p in layers})
 
     # --- hooks ------------------------------------------------------------------------------
     async def hook(self, event: str, body: JSONObject, raw: bytes, caller: Caller,
@@ -241,32 +307,38 @@ class GatewayService:
             return await self._pre_compact(body, caller)
         return await self._observed(event, body, caller)
 
-    async def _pre_tool_use(self, body: JSONObject, raw: bytes, caller: Caller,
-                            sandbox: str) -> HookReply:
+    async def _decided(self, raw: bytes, caller: Caller, sandbox: str = "",
+                       sandbox_unavailable: str = "") -> Decided | str:
+        """A worker's decision (its record written), or why there is none (then the caller
+        denies, and records the deny)."""
         pool = self._large if len(raw) > LARGE_INPUT else self._small
         layers = self._layers(caller)
+        request = DecideRequest(layers, raw, caller.name, sandbox, sandbox_unavailable)
         try:
-            reply = await pool.call(DecideRequest(layers, raw, caller.name, sandbox))
+            reply = await pool.call(request)
         except JobTimeout:
             budget = f"{self.decision_budget_s:g} s"
-            return await self._deny(
-                body, caller, f"agent-gateway: no decision within the {budget} decision budget"
-                " (agent-gateway serve --decision-budget), so the call is denied",
-            )
+            return (f"agent-gateway: no decision within the {budget} decision budget"
+                    " (agent-gateway serve --decision-budget), so the call is denied")
         except JobFailed as exc:
-            return await self._deny(body, caller, f"agent-gateway could not decide: {exc}")
+            return f"agent-gateway could not decide: {exc}"
         if isinstance(reply, Unloadable):
             log.error("policy for caller %s does not load: %s", caller.name, reply.message)
             self._unloadable[layers] = reply.message
-            return await self._deny(
-                body, caller, f"agent-gateway cannot load this caller's policy: {reply.message}"
-            )
+            return f"agent-gateway cannot load this caller's policy: {reply.message}"
         if not isinstance(reply, Decided):
             message = reply.message if isinstance(reply, WorkerError) else repr(reply)
             log.error("decision failed: %s", message)
-            return await self._deny(body, caller, f"agent-gateway could not decide: {message}")
-        self._count_decision(reply.decision, body, caller)
+            return f"agent-gateway could not decide: {message}"
         self._unloadable.pop(layers, None)
+        return reply
+
+    async def _pre_tool_use(self, body: JSONObject, raw: bytes, caller: Caller,
+                            sandbox: str) -> HookReply:
+        reply = await self._decided(raw, caller, sandbox)
+        if isinstance(reply, str):
+            return await self._deny(body, caller, reply)
+        self._count_decision(reply.decision, body, caller)
         if self._tracer is not None and reply.decision.kind != "deny":
             # Before the answer: its PostToolUse may arrive as soon as the answer does.
             self._enforced.remember(
@@ -303,15 +375,26 @@ class GatewayService:
         self.metrics.decision(decision, tool if isinstance(tool, str) else "", caller.name)
 
     def _append_deny(self, body: JSONObject, decision: Decision, caller: Caller) -> None:
-        record: DecisionRecord | EventRecord
+        self._append(_deny_record(body, decision, caller))
+
+    async def decide_for_run(self, caller: Caller, raw: bytes, body: Mapping[str, Any],
+                             sandbox: str, sandbox_unavailable: str) -> PreToolUseAnswer:
+        """A PreToolUse of a remote run (its loopback endpoint inside this process), decided
+        as /hooks/PreToolUse is: by a worker, within the decision budget, a recorded deny when
+        there is no answer. The run's own tracer, metrics and off-host copy take it from
+        there (sdk/hook_answers.py)."""
+        reply = await self._decided(raw, caller, sandbox, sandbox_unavailable)
+        if not isinstance(reply, str):
+            return PreToolUseAnswer(reply.decision, reply.output, record=reply.record)
+        decision = fail_closed(reply)
+        record = None
         try:
-            record = decision_record(parse_pre_tool_use(body), decision)
-        except GatewayError:
-            record = ev.event_record(
-                "PreToolUse", body, caller.name, decision="deny", reason=decision.reason,
-                rule_id=decision.rule_id,
+            record = await self._offload.io(
+                append_record, _deny_record(body, decision, caller), self._audit_log
             )
-        self._append({**record, "tenant": caller.name})
+        except Exception as exc:  # the deny stands, recorded or not
+            log.error("audit log not writable, the deny stands: %s", one_line(exc, typed=True))
+        return PreToolUseAnswer(decision, render_pre_tool_use(decision), record=record)
 
     async def _observed(
         self,
@@ -441,7 +524,9 @@ class GatewayService:
 
     def _readiness(self) -> Readiness:
         problems: list[str] = []
-        warnings = self._policy_warnings()
+        warnings = self._policy_warnings() + [
+            Notice(text, (path,)) for path, text in self._files.notices()
+        ]
         server = self._engines.get(self._paths)
         for problem in (
             _store_problem(server) if server is not None else "",
@@ -454,24 +539,30 @@ class GatewayService:
             problems.append("span export is failing")
         return Readiness(problems, warnings)
 
-    def _policy_warnings(self) -> list[str]:
-        """Policy sets that failed to reload or do not load (also the reload_errors gauge)."""
-        warnings: list[str] = []
+    def _policy_warnings(self) -> list[Notice]:
+        """Policy files whose change is not in force, policy sets that do not compile or load
+        (also the reload_errors gauge)."""
+        warnings: list[Notice] = []
+        failed: dict[str, tuple[str, ...]] = {}
         for layers, engine in list(self._engines.items()):
             try:
                 engine.policy  # noqa: B018 (checks the files and reloads when they changed)
             except Exception as exc:
-                warnings.append(f"policy {', '.join(layers)}: {one_line(exc)}")
+                warnings.append(Notice(f"policy {', '.join(layers)}: {one_line(exc)}", layers))
             if engine.reload_error:
-                warnings.append(
-                    f"policy reload failed, the last good policy stays in force: "
-                    f"{' '.join(engine.reload_error.split())}"
-                )
+                failed.setdefault(engine.reload_error, layers)
+        for problem in self._files.problems():
+            failed.setdefault(str(problem), (problem.path,))
+        for error, layers in failed.items():
+            warnings.append(Notice(
+                "policy reload failed, the last good policy stays in force: "
+                f"{' '.join(error.split())}", layers,
+            ))
         for layers, error in list(self._unloadable.items()):
-            warnings.append(
+            warnings.append(Notice(
                 f"policy {', '.join(layers)} does not load, its callers' tool calls are denied: "
-                f"{error}"
-            )
+                f"{error}", layers,
+            ))
         return warnings
 
     # --- remote runs ------------------------------------------------------------------------
@@ -525,7 +616,9 @@ class GatewayService:
     async def stream_run(self, spec: RunSpec, caller: Caller) -> AsyncIterator[bytes]:
         """The run's NDJSON lines; its session is recorded as the caller's when it starts."""
         claimed = not self.tenancy.enabled
-        async for chunk in stream_run_lines(spec, self._run_account(caller)):
+        decide = functools.partial(self.decide_for_run, caller)
+        async for chunk in stream_run_lines(spec, self._agent_env, self._run_account(caller),
+                                            decide):
             if not claimed and (session_id := _session_id_of(chunk)):
                 claimed = True
                 try:
@@ -551,6 +644,20 @@ class GatewayService:
             budget = RunBudget(caller.name, caller.budget, self.gate.ledger, self.gate.prices,
                                owns_store=False)
         return RunAccount(team=caller.name, metrics=self.metrics, budget=budget)
+
+
+def _deny_record(body: Mapping[str, Any], decision: Decision, caller: Caller
+                 ) -> dict[str, object]:
+    """The record of a deny no worker wrote (the decision path could not run)."""
+    record: DecisionRecord | EventRecord
+    try:
+        record = decision_record(parse_pre_tool_use(dict(body)), decision)
+    except GatewayError:
+        record = ev.event_record(
+            "PreToolUse", dict(body), caller.name, decision="deny", reason=decision.reason,
+            rule_id=decision.rule_id,
+        )
+    return {**record, "tenant": caller.name}
 
 
 def bad_request(event: str, status: int, message: str) -> HookReply:
@@ -607,18 +714,38 @@ def _store_problem(engine: Engine) -> str:
     return _writable_dir(Path(local_root(settings, None)), "archive store")
 
 
+READINESS_PROBE_BYTES = 64 * 1024
+"""Written (and removed) where a store lives by each readiness check: more than an audit
+record takes, so a full disk shows before a decision fails on it. An empty file, which is
+what the check wrote before, still fits on a full disk."""
+
+
 def _audit_problem(path: Path) -> str:
+    """The audit log cannot be appended: its directory cannot take a record (full, read-only,
+    not a directory) or the log or its checkpoint cannot be opened for writing."""
     problem = _writable_dir(path.parent, "audit log directory")
-    if not problem and path.exists() and not os.access(path, os.W_OK):
-        problem = f"audit log {path} not writable"
+    for target, what in ((path, "audit log"), (checkpoint_path(path), "audit checkpoint")):
+        if problem:
+            break
+        try:
+            os.close(os.open(target, os.O_WRONLY | os.O_APPEND))
+        except FileNotFoundError:
+            continue  # written with the first record
+        except OSError as exc:
+            problem = f"{what} {target} not writable: {exc.strerror or exc}"
     return problem
 
 
 def _writable_dir(root: Path, what: str) -> str:
     try:
         root.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=root, prefix=".readyz-"):
-            pass
+        with tempfile.NamedTemporaryFile(dir=root, prefix=".readyz-", buffering=0) as probe:
+            left = memoryview(bytes(READINESS_PROBE_BYTES))
+            while left:  # a nearly full disk takes part of it, then refuses the rest
+                written = probe.write(left) or 0
+                if not written:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                left = left[written:]
     except OSError as exc:
         return f"{what} {root} not writable: {exc.strerror or exc}"
     return "" if os.access(root, os.W_OK) else f"{what} {root} not writable"

@@ -72,6 +72,6 @@ class SseDecoder:
             return None
         try:
             value = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None  # a malformed event is the client's problem; the tap just skips it
         return value if isinstance(value, dict) else None

@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from gateway.server.proxy import ProxiedExchange
+from gateway.server.proxy import CAPTURED_REQUEST_MAX, ProxiedExchange
 from gateway.server.trace_state import MemoryTraceState, TraceState
 from gateway.telemetry import attributes as A
 from gateway.telemetry import messages as M
@@ -71,7 +71,7 @@ TRANSCRIPT_HEAD_BYTES = 256 * 1024
 DEFAULT_IDLE_TIMEOUT_S = 1800.0
 LINK_RETRIES_S = (0.05, 0.1, 0.2, 0.4, 0.8, 1.5)
 """Waits for a tool's response link (written when another replica's stream ends)."""
-MAX_PARSED_BODY = 8 * 1024 * 1024
+MAX_PARSED_BODY = CAPTURED_REQUEST_MAX
 """Request bodies parsed for content capture at most (larger: no input messages)."""
 SUBAGENT_TOOLS = ("Agent", "Task")
 _HELD = object()
@@ -387,7 +387,7 @@ class ServerTracer:
             return None
         try:
             request = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         if not isinstance(request, dict):
             return None

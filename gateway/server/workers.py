@@ -25,7 +25,7 @@ import os
 import pickle
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -341,6 +341,24 @@ class WorkerPool:
     def _reap_later(self, worker: _Worker) -> None:
         if not self._closing:
             asyncio.get_running_loop().run_in_executor(self._spawner, _reap, [worker.process])
+
+
+def start_forkserver(env: Mapping[str, str], preload: Sequence[str]) -> None:
+    """Start multiprocessing's forkserver (and its resource tracker) now, with `env` as their
+    environment, what /proc/<pid>/environ shows of them and of every worker forked from it
+    (a worker is given its environment with its WorkerInit). Swaps this process's environment
+    for the moment: call it while the process has a single thread."""
+    import multiprocessing.forkserver
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def serve_jobs(conn: Connection, handle: Callable[[Any], Any]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import urllib.error
@@ -93,10 +94,27 @@ def gateway_run(
     *args: str,
     env: Mapping[str, str] | None = None,
     timeout: float = 180,
+    wrapper: Sequence[str] = (),
 ) -> RunOutcome:
-    """`agent-gateway run PROMPT --output-format stream-json ARGS` as a real subprocess."""
-    cmd = [sys.executable, "-m", "gateway", "run", prompt, "--output-format", "stream-json", *args]
+    """`agent-gateway run PROMPT --output-format stream-json ARGS` as a real subprocess;
+    `wrapper`: a command that runs it (as_the_same_user())."""
+    cmd = [*wrapper, sys.executable, "-m", "gateway", "run", prompt, "--output-format",
+           "stream-json", *args]
     return _run(cmd, sandbox, env, timeout)
+
+
+def as_the_same_user() -> list[str]:
+    """A command prefix that runs a gateway process so that the agent it starts is what it is
+    in production, a process of the same user and no more: here, as root, without root's
+    capabilities (which let any process read another's /proc/<pid>/environ)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        import pytest
+
+        pytest.skip("running as root, and setpriv (util-linux) is missing to drop capabilities")
+    return [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all"]
 
 
 def gateway_cli(

@@ -43,6 +43,13 @@ INJECTED = {
         "async def boom(*a, **k): raise RuntimeError('endpoint broke')\n"
         "h.HookAnswers.pre_compact = boom\n"
     ),
+    # The decision would take longer than the hook's 60 s timeout: its deadline denies it.
+    "slow": (
+        "import time\nimport gateway.hooks.decision as d\n"
+        "decide = d.decide\n"
+        "def slow(*a, **k):\n    time.sleep(65)\n    return decide(*a, **k)\n"
+        "d.decide = slow\n"
+    ),
     # Claude Code is given a token that is not the run's: every hook call gets a 401.
     "token": (
         "import gateway.sdk.hook_endpoint as e\n"
@@ -146,3 +153,22 @@ def test_an_endpoint_that_cannot_answer_blocks_the_compaction(
                        "--policy", str(policy))
     assert not any(m.get("subtype") == "compact_boundary" for m in blocked.messages)
     assert "PreCompact not answered" in blocked.stderr
+
+
+def test_a_decision_slower_than_its_deadline_is_a_recorded_deny(
+    sandbox: Sandbox, scripted: Scripted
+) -> None:
+    """Even a call the policy would allow: past the deadline (well inside the hook timeout)
+    it is denied, the deny is recorded, and the abandoned decision never records itself."""
+    victim = sandbox.cwd / "victim"
+    victim.mkdir()
+    scripted(rm_then_finish("echo ran > ran.txt; rm -rf victim"))
+    out = run_with(sandbox, "slow", "go", "--policy", str(policy_file(sandbox)),
+                   "--allowed-tools", "Bash")
+
+    assert victim.is_dir() and not (sandbox.cwd / "ran.txt").exists()
+    (denied,) = out.tool_results()
+    assert denied["is_error"] is True and "deadline" in str(denied["content"])
+    (record,) = audit_records(sandbox)
+    assert (record["decision"], record["rule_id"]) == ("deny", "gateway.fail-closed")
+    assert "deadline" in record["reason"]

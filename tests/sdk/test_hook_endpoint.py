@@ -1,16 +1,21 @@
-"""The run's loopback hook endpoint: only the run's token is answered, and whatever cannot
-be answered is an error status (which Claude Code, with onFailure: block, turns into a block)."""
+"""The run's loopback hook endpoint: only the run's token, from the run's Claude Code's
+process, is answered, and whatever cannot be answered is an error status (which Claude Code,
+with onFailure: block, turns into a block)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from typing import Any
 
 import pytest
 
+from gateway.sdk import peer_process
 from gateway.sdk.hook_endpoint import TOKEN_ENV, HookEndpoint
 
 
@@ -19,12 +24,16 @@ class Answers:
         self.fail = fail
         self.seen: list[dict[str, Any]] = []
 
-    def pre_tool_use(self, data: dict[str, Any], tool_use_id: str | None = None) -> Any:
+    async def pre_tool_use(self, data: dict[str, Any], tool_use_id: str | None = None) -> Any:
         if self.fail:
             raise RuntimeError("broken")
         self.seen.append(data)
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                                        "permissionDecision": "deny"}}
+
+    async def pre_tool_use_raw(self, data: dict[str, Any], raw: bytes) -> Any:
+        assert json.loads(raw) == data
+        return await self.pre_tool_use(data)
 
     async def pre_compact(self, data: dict[str, Any]) -> Any:
         return {"decision": "block", "reason": "r"}
@@ -45,8 +54,60 @@ def post(url: str, body: bytes, token: str | None) -> tuple[int, Any]:
 async def exchange(answers: Answers, path: str, body: bytes, token: str | None = "") -> Any:
     loop = asyncio.get_running_loop()
     with HookEndpoint(answers, loop) as endpoint:  # type: ignore[arg-type]
+        endpoint.admit(os.getpid())  # this process plays the run's Claude Code
         given = endpoint.token if token == "" else token
         return await asyncio.to_thread(post, endpoint.url + path, body, given)
+
+
+POST_FROM_ANOTHER_PROCESS = """
+import json, sys, urllib.error, urllib.request
+request = urllib.request.Request(sys.argv[1], data=b'{"tool_name": "Bash"}', method="POST",
+    headers={"Authorization": "Bearer " + sys.argv[2]})
+try:
+    print(urllib.request.urlopen(request, timeout=10).status)
+except urllib.error.HTTPError as exc:
+    print(exc.code)
+"""
+
+
+needs_proc = pytest.mark.skipif(not peer_process.supported(),
+                                reason="which process holds a socket is read from /proc (Linux)")
+
+
+@needs_proc
+def test_the_runs_token_from_another_process_is_refused() -> None:
+    async def forged() -> tuple[int, int]:
+        answers = Answers()
+        with HookEndpoint(answers, asyncio.get_running_loop()) as endpoint:  # type: ignore[arg-type]
+            endpoint.admit(os.getpid())
+            done = await asyncio.to_thread(
+                subprocess.run,
+                [sys.executable, "-c", POST_FROM_ANOTHER_PROCESS,
+                 endpoint.url + "/hooks/PreToolUse", endpoint.token],
+                capture_output=True, text=True, timeout=30, check=True,
+            )
+            own, _ = await asyncio.to_thread(
+                post, endpoint.url + "/hooks/PreToolUse", b'{"tool_name": "Bash"}',
+                endpoint.token,
+            )
+        assert answers.seen == [{"tool_name": "Bash"}]  # this process's call only
+        return int(done.stdout), own
+
+    assert asyncio.run(forged()) == (403, 200)
+
+
+@needs_proc
+def test_nothing_is_answered_before_claude_code_has_started() -> None:
+    async def early() -> int:
+        answers = Answers()
+        with HookEndpoint(answers, asyncio.get_running_loop()) as endpoint:  # type: ignore[arg-type]
+            status, _ = await asyncio.to_thread(
+                post, endpoint.url + "/hooks/PreToolUse", b"{}", endpoint.token
+            )
+        assert answers.seen == []
+        return status
+
+    assert asyncio.run(early()) == 403
 
 
 def test_the_runs_token_gets_the_answer() -> None:

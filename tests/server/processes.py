@@ -75,15 +75,19 @@ class ServeProcess:
         port: int = 0,
         log: Path | None = None,
         args: Sequence[str] = (),
+        wrapper: Sequence[str] = (),
     ) -> None:
+        """`wrapper`: a command that runs serve (`setpriv ...`)."""
         self.port = port or free_port()
-        cmd = [sys.executable, "-m", "gateway", "serve", "--port", str(self.port)]
+        cmd = [*wrapper, sys.executable, "-m", "gateway", "serve", "--port", str(self.port)]
         for p in policies:
             cmd += ["--policy", p]
         cmd += ["--upstream", upstream, "--drain-seconds", "5", *args]
         self._log = (log or Path(os.devnull)).open("ab")
+        # The checkout first; a PYTHONPATH in `env` after it (a test's sitecustomize).
+        path = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
         self.proc = subprocess.Popen(
-            cmd, env={**env, "PYTHONPATH": str(ROOT)}, stdout=self._log, stderr=self._log
+            cmd, env={**env, "PYTHONPATH": path}, stdout=self._log, stderr=self._log
         )
         self._wait_ready()
 

@@ -86,9 +86,10 @@ async def test_the_tool_span_carries_the_decision_enforced_even_after_a_reload(
     client, sink = await make_client()
     resp = await client.post("/hooks/PreToolUse", json=pre_tool_use("echo hi"))
     assert decision_of(await resp.json()) == "allow"
-    # The policy changes before the tool finishes: echo is now denied.
+    # The policy changes before the tool finishes: echo is now denied (and rm still is: a
+    # change that gave a deny rule up would be held for 5 s, policy/reload.py).
     policy_file.write_text(
-        "version: 1\nname: test\npermissions:\n  deny:\n    - Bash(echo:*)\n"
+        "version: 1\nname: test\npermissions:\n  deny:\n    - Bash(rm:*)\n    - Bash(echo:*)\n"
     )
     for attempt in range(100):
         later = pre_tool_use("echo again", tool_use_id=f"later-{attempt}")

@@ -19,6 +19,7 @@ from gateway.archive.config import CompactionSettings
 from gateway.hooks.engine import Engine
 from gateway.hooks.trail import AuditExport
 from gateway.server.app import SERVICE
+from gateway.server.auth import Caller
 from gateway.server.decision_worker import WorkerError
 from gateway.server.service import GatewayService
 from gateway.server.tracing import ServerTracer
@@ -193,3 +194,37 @@ async def test_a_failing_tracer_never_changes_a_pre_compact_answer(
     resp = await client.post("/hooks/PreCompact", json=dict(make_session().request().raw))
     assert resp.status == 200 and await resp.json() == {}
     assert list((tmp_path / "store" / "manifests").iterdir())
+
+
+async def test_a_remote_runs_decision_is_a_workers_and_without_one_a_recorded_deny(
+    make_client: AppFactory, policy_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, _ = await make_client()
+    service = client.app[SERVICE]
+    caller = Caller(name="team-a")
+    body = pre_tool_use("echo from a run")
+    raw = json.dumps(body).encode()
+    seen: list[Any] = []
+    real_call = WorkerPool.call
+
+    async def call(self: WorkerPool, request: Any) -> Any:
+        seen.append(request)
+        return await real_call(self, request)
+
+    monkeypatch.setattr(WorkerPool, "call", call)
+    decided = await service.decide_for_run(caller, raw, body, "", "bwrap is missing")
+    assert decided.decision.kind == "allow" and decided.record is not None
+    assert (seen[0].body, seen[0].tenant, seen[0].sandbox_unavailable) == (
+        raw, "team-a", "bwrap is missing")
+
+    async def overrun(_self: WorkerPool, _request: Any) -> Any:
+        raise JobTimeout("no answer within 2 s")
+
+    monkeypatch.setattr(WorkerPool, "call", overrun)
+    denied = await service.decide_for_run(caller, raw, body, "", "")
+    assert denied.decision.kind == "deny" and "decision budget" in denied.decision.reason
+    assert decision_of(dict(denied.output)) == "deny"
+    records = audit_records(policy_file)
+    assert [(r["decision"], r["tenant"]) for r in records] == [
+        ("allow", "team-a"), ("deny", "team-a")]
+    assert denied.record is not None and denied.record["hash"] == records[-1]["hash"]

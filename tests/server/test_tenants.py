@@ -14,6 +14,7 @@ from aiohttp.test_utils import TestClient
 from gateway.errors import ConfigError
 from gateway.server.auth import Caller, TokenTable, load_tokens
 from gateway.server.owners import LocalSessionOwners, OwnerCache
+from gateway.server.runs import OUTSIDE_ROOTS
 from gateway.server.service import RUNS_OFF
 from gateway.testing import ScriptedServer
 from tests.server.conftest import AppFactory
@@ -140,9 +141,11 @@ async def test_an_unusable_owner_store_denies(make_client: AppFactory, tmp_path:
     client, _ = await make_client(tokens=TEAMS, owners=LocalSessionOwners(blocker / "s"))
     resp = await client.post("/hooks/PreToolUse", json=pre_tool_use("ls"), headers=A)
     assert resp.status == 503 and decision_of(await resp.json()) == "deny"
-    ready = await client.get("/readyz")
+    ready = await client.get("/readyz", headers=A)  # why, only to a token
     assert ready.status == 503
     assert any("session owner store" in p for p in (await ready.json())["problems"])
+    anonymous = await client.get("/readyz")
+    assert anonymous.status == 503 and await anonymous.json() == {"ready": False}
 
 
 # --- PreCompact: only the session's own transcript ------------------------------------------
@@ -239,11 +242,16 @@ async def test_runs_are_off_without_a_root(make_client: AppFactory, tmp_path: Pa
 @pytest.mark.parametrize(
     ("cwd", "status", "message"),
     [
-        ("/", 403, "outside this token's runs roots"),
-        ("/etc", 403, "outside this token's runs roots"),
-        ("{root}/../elsewhere", 403, "outside"),
-        ("{root}/escape", 403, "really"),
-        ("relative/dir", 400, "absolute path"),
+        # outside the roots: one answer, whatever is there (nothing about the host is told)
+        ("/", 403, OUTSIDE_ROOTS),
+        ("/etc", 403, OUTSIDE_ROOTS),
+        ("/etc/passwd", 403, OUTSIDE_ROOTS),
+        ("/nonexistent/dir", 403, OUTSIDE_ROOTS),
+        ("{root}/../elsewhere", 403, OUTSIDE_ROOTS),
+        ("{root}/../elsewhere/missing", 403, OUTSIDE_ROOTS),
+        ("{root}/escape", 403, OUTSIDE_ROOTS),
+        ("{root}/dangling", 403, OUTSIDE_ROOTS),
+        ("relative/dir", 400, "'cwd' must be an absolute path"),
         ("{root}/missing", 400, "not a directory"),
         (None, 400, "'cwd' is required"),
     ],
@@ -256,13 +264,16 @@ async def test_run_cwd_must_resolve_inside_a_root(
     root.mkdir()
     (tmp_path / "elsewhere").mkdir()
     (root / "escape").symlink_to(tmp_path / "elsewhere")
+    (root / "dangling").symlink_to(tmp_path / "nowhere")
     client = await teams(make_client, tmp_path, runs_roots=[str(root)])
     body: dict[str, Any] = {"prompt": "hi"}
     if cwd is not None:
         body["cwd"] = cwd.format(root=root)
     resp = await client.post("/v1/runs", json=body, headers=A)
     assert resp.status == status
-    assert message in (await resp.json())["error"]
+    error = (await resp.json())["error"]
+    assert error == message if status == 403 else message in error
+    assert "elsewhere" not in error and "nowhere" not in error
     if status == 403:
         (record,) = audit(policy_file)
         assert record["event"] == "RemoteRun" and record["decision"] == "refused"
