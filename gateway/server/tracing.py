@@ -30,7 +30,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,34 +39,18 @@ from gateway.server.proxy import CAPTURED_REQUEST_MAX, ProxiedExchange
 from gateway.server.trace_state import MemoryTraceState, TraceState
 from gateway.telemetry import attributes as A
 from gateway.telemetry import messages as M
-from gateway.telemetry.chat import ChatInput, ChatRequestMeta, chat_span
-from gateway.telemetry.compaction import Compaction, compaction_spec
+from gateway.telemetry.chat import ChatInput, ChatRequestMeta
+from gateway.telemetry.compaction import Compaction
 from gateway.telemetry.content import ContentPolicy
-from gateway.telemetry.ids import ROOT_SPAN, TOOL_SPAN_KIND, DeterministicIds, session_root
+from gateway.telemetry.ids import TOOL_SPAN_KIND, DeterministicIds, session_root
 from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec, SpanStatus
 from gateway.telemetry.pricing import PriceTable
-from gateway.telemetry.spans import (
-    INCOMPLETE_ERROR,
-    TURN,
-    agent_attributes,
-    agent_span_name,
-    root_attributes,
-    root_content,
-    task_prompt,
-    turn_attributes,
-)
-from gateway.telemetry.tools import (
-    DECISION_UNKNOWN,
-    ToolCallState,
-    tool_attributes,
-    tool_events,
-    tool_status,
-)
+from gateway.telemetry.tools import DECISION_UNKNOWN, ToolCallState
+from gateway.telemetry.tree import INCOMPLETE_ERROR, TURN, Tree
 from gateway.types import Decision
 
 log = logging.getLogger("gateway.server.tracing")
 
-AGENT_NAME = "claude-code"
 TRANSCRIPT_HEAD_BYTES = 256 * 1024
 DEFAULT_IDLE_TIMEOUT_S = 1800.0
 LINK_RETRIES_S = (0.05, 0.1, 0.2, 0.4, 0.8, 1.5)
@@ -77,7 +61,6 @@ SUBAGENT_TOOLS = ("Agent", "Task")
 _HELD = object()
 STOP_FAILURE = "stop_failure"
 """error.type of a root whose last prompt ended with StopFailure (an API error)."""
-UNSET = SpanStatus()
 
 
 class SpanExport(Protocol):
@@ -275,27 +258,10 @@ class ServerTracer:
     def _export(self, spec: SpanSpec) -> None:
         self._sink.export([spec])
 
-    def _spec(
-        self,
-        session: str,
-        name: str,
-        span_id: int,
-        parent_span_id: int | None,
-        start_ns: int,
-        end_ns: int,
-        attrs: Mapping[str, AttributeValue],
-        status: SpanStatus = UNSET,
-    ) -> SpanSpec:
-        return SpanSpec(
-            name=name,
-            trace_id=root_ref(session).trace_id,
-            span_id=span_id,
-            parent_span_id=parent_span_id,
-            start_ns=start_ns,
-            end_ns=max(start_ns, end_ns),
-            attributes={A.GEN_AI_CONVERSATION_ID: session, **attrs},
-            status=status,
-        )
+    def _tree(self, session: str) -> Tree:
+        """The session's trace: its ids are hashed from the session, the same on every replica."""
+        return Tree(DeterministicIds(session), prices=self._prices, content=self._content,
+                    session_id=session)
 
     # --- responses ------------------------------------------------------------------------
     def _exchange(self, ex: ProxiedExchange, at_ns: int) -> None:
@@ -323,15 +289,6 @@ class ServerTracer:
             parent = _ref(session, "compaction", str(compaction["n"]))
         elif message_id and acc.saw_start:
             parent = _ref(session, TURN, message_id)
-        spec = chat_span(
-            acc,
-            meta,
-            parent=parent,
-            span_id=_ref(session, "chat", message_id or f"request:{ex.started_ns}").span_id,
-            prices=self._prices,
-            content=self._content,
-            sent=sent,
-        )
         extra: dict[str, AttributeValue] = {}
         if ex.agent_id:
             extra[A.AGENT_ID] = ex.agent_id
@@ -340,12 +297,13 @@ class ServerTracer:
                 extra[A.PARENT_TOOL_USE_ID] = tool_use_id
         if ex.error:
             extra[A.CHAT_ERROR_MESSAGE] = ex.error
-        if extra:
-            spec = replace(spec, attributes={**spec.attributes, **extra})
+        chat_id = _ref(session, "chat", message_id or f"request:{ex.started_ns}").span_id
+        spec, cost = self._tree(session).chat(
+            acc, meta, span_id=chat_id, parent_span_id=parent.span_id, sent=sent, extra=extra
+        )
         self._export(spec)
-        cost = spec.attributes.get(A.GEN_AI_USAGE_COST)
-        if isinstance(cost, float | int):
-            state.add(session, "cost", float(cost))
+        if cost is not None:
+            state.add(session, "cost", cost)
         elif acc.saw_start:
             state.add(session, "unpriced", 1)
         if compaction is not None or not message_id or not acc.saw_start:
@@ -366,7 +324,7 @@ class ServerTracer:
             "tools": tool_ids,
             "index": index,
             "agent": ex.agent_id,
-            "cost": cost if isinstance(cost, float | int) else None,
+            "cost": cost,
         }
         state.set(
             session,
@@ -448,28 +406,17 @@ class ServerTracer:
         agent_id = str(turn.get("agent") or "")
         agent_type = self._state.get(session, f"agent-type:{agent_id}") if agent_id else None
         tool_use_id = self._state.get(session, f"agent-tool:{agent_id}") if agent_id else None
-        attrs = turn_attributes(
-            int(turn["index"]),
-            len(turn["tools"]),
-            agent_type or AGENT_NAME,
-            turn.get("cost"),
-            tool_use_id or "",
-        )
-        if agent_id:
-            attrs[A.AGENT_ID] = agent_id
+        extra: dict[str, AttributeValue] = {A.AGENT_ID: agent_id} if agent_id else {}
         if incomplete:
-            attrs[A.INCOMPLETE] = True
-        self._export(
-            self._spec(
-                session,
-                TURN,
-                _ref(session, TURN, message_id).span_id,
-                self._context_ref(session, agent_id).span_id,
-                int(turn["start"]),
-                max([int(turn["chat_end"]), *ends]),
-                attrs,
-            )
-        )
+            extra[A.INCOMPLETE] = True
+        tree = self._tree(session)
+        self._export(tree.turn(
+            message_id=message_id, parent_span_id=self._context_ref(session, agent_id).span_id,
+            start_ns=int(turn["start"]), end_ns=max([int(turn["chat_end"]), *ends]),
+            index=int(turn["index"]), tool_calls=len(turn["tools"]),
+            agent_name=agent_type or tree.agent_name, cost=turn.get("cost"),
+            parent_tool_use_id=tool_use_id or "", extra=extra,
+        ))
 
     # --- tools ----------------------------------------------------------------------------
     def _pre_tool_use(self, body: dict[str, Any], decision: Decision, at_ns: int) -> None:
@@ -564,7 +511,7 @@ class ServerTracer:
         split = None
         if turn is not None and turn.get("cost") is not None and turn["tools"]:
             split = float(turn["cost"]) / len(turn["tools"])
-        attrs = tool_attributes(tool, split_cost=split, content=self._content)
+        attrs: dict[str, AttributeValue] = {}
         if decision is None:  # PreToolUse was answered elsewhere, or not at all
             attrs[A.POLICY_DECISION] = DECISION_UNKNOWN
         if agent_id:
@@ -575,17 +522,8 @@ class ServerTracer:
             parent = _ref(session, TURN, message_id)
         else:
             parent = self._context_ref(session, agent_id)
-        spec = self._spec(
-            session,
-            f"execute_tool {tool.name}" if tool.name else "execute_tool",
-            tool.span_id,
-            parent.span_id,
-            tool.start_ns,
-            end_ns,
-            attrs,
-            tool_status(tool),
-        )
-        self._export(replace(spec, events=tool_events(tool)))
+        tree = self._tree(session)
+        self._export(tree.tool(tool, parent_span_id=parent.span_id, split_cost=split, extra=attrs))
         state.set(session, {f"tool-end:{tool_use_id}": str(end_ns)})
         if message_id is not None:
             self._maybe_end_turn(session, message_id)
@@ -648,26 +586,15 @@ class ServerTracer:
             return
         start = int(state.get(session, f"agent-start:{agent_id}") or at_ns)
         end = int(state.get(session, f"agent-end:{agent_id}") or at_ns)
-        agent_type = state.get(session, f"agent-type:{agent_id}") or ""
-        attrs = agent_attributes(agent_type, agent_id, tool_use_id)
-        if self._content.capture:
-            stored = _json(state.get(session, f"tool:{tool_use_id}")) or {}
-            answer = _json(state.get(session, f"agent-answer:{agent_id}")) or {}
-            attrs.update(root_content(
-                self._content, prompt=task_prompt(stored.get("input")),
-                answer=answer.get("text") or None, stop_reason=answer.get("stop"),
-            ))
-        self._export(
-            self._spec(
-                session,
-                agent_span_name(agent_type),
-                _agent_ref(session, agent_id).span_id,
-                _ref(session, TOOL_SPAN_KIND, tool_use_id).span_id,
-                start,
-                end,
-                attrs,
-            )
-        )
+        stored = _json(state.get(session, f"tool:{tool_use_id}")) or {}
+        answer = _json(state.get(session, f"agent-answer:{agent_id}")) or {}
+        self._export(self._tree(session).agent(
+            span_id=_agent_ref(session, agent_id).span_id,
+            tool_span_id=_ref(session, TOOL_SPAN_KIND, tool_use_id).span_id, start_ns=start,
+            end_ns=end, agent_type=state.get(session, f"agent-type:{agent_id}") or "",
+            agent_id=agent_id, tool_use_id=tool_use_id, tool_input=stored.get("input"),
+            answer=answer.get("text") or None, stop_reason=answer.get("stop"),
+        ))
 
     # --- compaction -----------------------------------------------------------------------
     def _pre_compact(
@@ -700,13 +627,7 @@ class ServerTracer:
             archive_error=record.get("archive_error") or None,
             incomplete=result is None,
         )
-        spec = compaction_spec(comp, {})
-        self._export(
-            self._spec(
-                session, spec.name, comp.span_id, root_ref(session).span_id, comp.start_ns,
-                at_ns, spec.attributes, spec.status,
-            )
-        )
+        self._export(self._tree(session).compaction(comp))
 
     # --- the prompt loop and the root -----------------------------------------------------
     def _prompt(self, body: dict[str, Any], at_ns: int) -> None:
@@ -765,7 +686,7 @@ class ServerTracer:
         self._release_held(session, at_ns)
         data = state.get_all(session)
         self._close_leftovers(session, data, at_ns)
-        attrs = root_attributes(AGENT_NAME, data.get("model", ""))
+        attrs: dict[str, AttributeValue] = {}
         if reason:
             attrs[A.SESSION_END_REASON] = reason
         stop = data.get("stop")
@@ -773,12 +694,6 @@ class ServerTracer:
             attrs[A.GEN_AI_RESPONSE_FINISH_REASONS] = (stop,)
         attrs[A.COST_CHAT_SUM_USD] = float(data.get("cost") or 0.0)
         attrs[A.COST_UNPRICED_CHATS] = int(float(data.get("unpriced") or 0))
-        if self._content.capture:
-            attrs.update(root_content(
-                self._content, prompt=data.get("prompt") or None,
-                answer=data.get("answer") or None,
-                stop_reason=stop,
-            ))
         interrupted = "prompt-open" in data
         status = SpanStatus("ok")
         if data.get("failure"):
@@ -799,13 +714,11 @@ class ServerTracer:
                 status = SpanStatus()  # nothing failed that we know of; it just went quiet
         state.remove(session, "prompt-open")
         state.remove(session, "failure")
-        start = int(data.get("start") or at_ns)
-        self._export(
-            self._spec(
-                session, f"{A.OP_INVOKE_AGENT} {AGENT_NAME}",
-                DeterministicIds(session).span_id(*ROOT_SPAN), None, start, at_ns, attrs, status,
-            )
-        )
+        self._export(self._tree(session).root(
+            start_ns=int(data.get("start") or at_ns), end_ns=at_ns, model=data.get("model", ""),
+            prompt=data.get("prompt") or None, answer=data.get("answer") or None,
+            stop_reason=stop, status=status, attrs=attrs,
+        ))
 
     def _close_leftovers(self, session: str, data: Mapping[str, str], at_ns: int) -> None:
         """At the end of a session: tools that never ended, their turns, an open compaction,
@@ -841,14 +754,8 @@ class ServerTracer:
             incomplete=True,
             agent_id=str(stored.get("agent") or ""),
         )
-        attrs = tool_attributes(tool, split_cost=None, content=self._content)
-        self._export(
-            self._spec(
-                session, f"execute_tool {tool.name}" if tool.name else "execute_tool",
-                tool.span_id, _ref(session, TURN, message_id).span_id, tool.start_ns, at_ns,
-                attrs, tool_status(tool),
-            )
-        )
+        parent = _ref(session, TURN, message_id).span_id
+        self._export(self._tree(session).tool(tool, parent_span_id=parent, split_cost=None))
 
 
 def _json(raw: str | None) -> Any:

@@ -372,8 +372,9 @@ class ChatRequestMeta:
     start_ns: int
     end_ns: int
     request_model: str = ""
-    http_status: int = 200
-    retry_count: int = 0
+    http_status: int | None = 200
+    """None where the gateway did not see the exchange (`run` reads Claude Code's stream)."""
+    retry_count: int | None = 0
     ttft_ns: int | None = None
     conversation_id: str = ""
 
@@ -415,18 +416,22 @@ def chat_span(
         conversation_id=meta.conversation_id,
         sent=sent,
     )
-    attrs[A.HTTP_RESPONSE_STATUS_CODE] = meta.http_status
-    attrs[A.CHAT_RETRY_COUNT] = meta.retry_count
+    if meta.http_status is not None:
+        attrs[A.HTTP_RESPONSE_STATUS_CODE] = meta.http_status
+    if meta.retry_count is not None:
+        attrs[A.CHAT_RETRY_COUNT] = meta.retry_count
     if meta.ttft_ns is not None:
         attrs[A.CHAT_TTFT_MS] = meta.ttft_ns / 1e6
         attrs[A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = meta.ttft_ns / 1e9
     status = SpanStatus()
-    if meta.http_status >= 400 or acc.error_type:
+    failed = meta.http_status is not None and meta.http_status >= 400
+    if failed or acc.error_type:
         error = acc.error_type or str(meta.http_status)
         attrs.setdefault(A.ERROR_TYPE, error)
         if acc.error_message:
             attrs[A.CHAT_ERROR_MESSAGE] = acc.error_message
-        status = SpanStatus("error", acc.error_message or f"HTTP {meta.http_status}")
+        status = SpanStatus("error", acc.error_message or (
+            f"HTTP {meta.http_status}" if meta.http_status is not None else error))
     return SpanSpec(
         name=chat_span_name(acc.model or meta.request_model),
         trace_id=parent.trace_id,

@@ -12,10 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.telemetry import attributes as A
-from gateway.telemetry.model import AttributeValue, SpanSpec, SpanStatus
+from gateway.telemetry.model import AttributeValue, SpanStatus
 from gateway.telemetry.pricing import PriceTable, Usage
-
-SPAN_NAME = "compaction"
 
 
 @dataclass(slots=True)
@@ -35,9 +33,9 @@ class Compaction:
     cost_usd: float | None = None
 
 
-def compaction_spec(comp: Compaction, base: Mapping[str, AttributeValue]) -> SpanSpec:
-    """The compaction's name, attributes and status (ids and parent are the caller's)."""
-    attrs: dict[str, AttributeValue] = dict(base)
+def compaction_attributes(comp: Compaction) -> tuple[dict[str, AttributeValue], SpanStatus]:
+    """The compaction span's attributes and status."""
+    attrs: dict[str, AttributeValue] = {}
     if comp.trigger:
         attrs[A.COMPACTION_TRIGGER] = comp.trigger
     for name, value in (
@@ -59,23 +57,11 @@ def compaction_spec(comp: Compaction, base: Mapping[str, AttributeValue]) -> Spa
         attrs[A.COMPACTION_COST_USD] = comp.cost_usd
     if comp.incomplete:
         attrs[A.INCOMPLETE] = True
-    failed = comp.result not in (None, "success") or comp.error
-    if failed:
-        status = SpanStatus("error", comp.error or str(comp.result))
-    elif comp.archive_error:  # compacted, but the transcript was not archived first
-        status = SpanStatus("error", f"archive failed: {comp.archive_error}")
-    else:
-        status = SpanStatus()
-    return SpanSpec(
-        name=SPAN_NAME,
-        trace_id=0,
-        span_id=comp.span_id,
-        parent_span_id=None,
-        start_ns=comp.start_ns,
-        end_ns=comp.end_ns or comp.start_ns,
-        attributes=attrs,
-        status=status,
-    )
+    if comp.result not in (None, "success") or comp.error:
+        return attrs, SpanStatus("error", comp.error or str(comp.result))
+    if comp.archive_error:  # compacted, but the transcript was not archived first
+        return attrs, SpanStatus("error", f"archive failed: {comp.archive_error}")
+    return attrs, SpanStatus()
 
 
 _MODEL_USAGE_FIELDS = (

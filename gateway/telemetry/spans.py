@@ -25,34 +25,23 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.telemetry import attributes as A
 from gateway.telemetry import messages as M
-from gateway.telemetry.chat import ChatAccumulator, ChatInput, chat_attributes, chat_span_name
-from gateway.telemetry.compaction import Compaction, compaction_spec, unaccounted_usage
+from gateway.telemetry.chat import ChatAccumulator, ChatInput, ChatRequestMeta
+from gateway.telemetry.compaction import Compaction, unaccounted_usage
 from gateway.telemetry.content import ContentPolicy
-from gateway.telemetry.ids import (
-    ROOT_SPAN,
-    TOOL_SPAN_KIND,
-    IdSource,
-    RandomIds,
-    parse_traceparent,
-)
-from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec, SpanStatus
+from gateway.telemetry.ids import TOOL_SPAN_KIND, IdSource, RandomIds, parse_traceparent
+from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec
 from gateway.telemetry.pricing import PriceTable, Usage, load_price_table
 from gateway.telemetry.result import result_attributes, result_status, run_cost_usd
 from gateway.telemetry.subagents import TRANSCRIPT_SOURCE, FinalUsage
-from gateway.telemetry.tools import ToolCallState, tool_attributes, tool_events, tool_status
+from gateway.telemetry.tools import ToolCallState
+from gateway.telemetry.tree import AGENT_NAME, INCOMPLETE_ERROR, TURN, Tree, task_prompt
 from gateway.types import Decision
 
-AGENT_NAME = "claude-code"
-INCOMPLETE_ERROR = "incomplete"
-"""error.type of a root whose session ended before it finished (no result, no Stop)."""
-RESULT_SOURCE = "result"
-"""The usage source of a compaction's chat in `run`: the result's model usage."""
-UNSET = SpanStatus()
 MAIN = ""
 """Context key of the main agent; a subagent's key is its parent_tool_use_id."""
 
@@ -132,16 +121,14 @@ class TraceBuilder:
         session_id: str = "",
     ) -> None:
         self._ids = ids
-        self._parent = parent
-        self._prices = prices if prices is not None else load_price_table()
         self._content = content or ContentPolicy()
-        self._agent_name = agent_name
+        self._tree = Tree(
+            ids, prices=prices if prices is not None else load_price_table(),
+            content=self._content, session_id=session_id, parent=parent, agent_name=agent_name,
+        )
+        self._root_id = self._tree.root_id
         self._prompt = prompt
         self._start_ns = start_ns
-        self._trace_id = parent.trace_id if parent is not None else ids.trace_id
-        self._trace_state = parent.trace_state if parent is not None else ""
-        self._root_id = ids.span_id(*ROOT_SPAN)
-        self.session_id = session_id
         self._model = ""
         self._version = ""
         self._contexts: dict[str, _Context] = {}
@@ -184,13 +171,17 @@ class TraceBuilder:
         return cls(ids=ids, start_ns=start_ns, parent=parent, **options)
 
     @property
+    def session_id(self) -> str:
+        return self._tree.session_id
+
+    @property
     def root(self) -> SpanRef:
         """The root span's place, known from the start: pass it on with `traceparent_for`."""
-        return SpanRef(self._trace_id, self._root_id, self._trace_state)
+        return SpanRef(self._tree.trace_id, self._root_id, self._tree.trace_state)
 
     def tool_ref(self, tool_use_id: str) -> SpanRef:
         """Where a tool call's span is (or will be): its id is fixed at the first ask."""
-        return SpanRef(self._trace_id, self._ids.span_id(TOOL_SPAN_KIND, tool_use_id))
+        return SpanRef(self._tree.trace_id, self._ids.span_id(TOOL_SPAN_KIND, tool_use_id))
 
     def annotate_root(self, attrs: Mapping[str, AttributeValue]) -> None:
         """Attributes the caller knows about the whole run (e.g. the policy in force)."""
@@ -201,8 +192,8 @@ class TraceBuilder:
         """One stream-json message as `claude -p --output-format stream-json --verbose
         --include-partial-messages` prints it (or the SDK's equivalent dict)."""
         out: list[SpanSpec] = []
-        if not self.session_id and message.get("session_id"):
-            self.session_id = str(message["session_id"])
+        if not self._tree.session_id and message.get("session_id"):
+            self._tree.session_id = str(message["session_id"])
         kind = message.get("type")
         if kind == "system":
             self._system(message, at_ns, out)
@@ -482,7 +473,7 @@ class TraceBuilder:
         turn = _Turn(
             index=ctx.turns,
             context=context,
-            span_id=self._ids.span_id("turn", message_id),
+            span_id=self._ids.span_id(TURN, message_id),
             parent_span_id=parent,
             chat=chat,
         )
@@ -620,33 +611,6 @@ class TraceBuilder:
             self._emit_chat(chat, out, chat.end_ns)
 
     # --- emitting --------------------------------------------------------------------------
-    def _base(self) -> dict[str, AttributeValue]:
-        return {A.GEN_AI_CONVERSATION_ID: self.session_id} if self.session_id else {}
-
-    def _spec(
-        self,
-        name: str,
-        span_id: int,
-        parent_span_id: int,
-        start_ns: int,
-        end_ns: int,
-        attrs: dict[str, AttributeValue],
-        status: SpanStatus = UNSET,
-        kind: str = "internal",
-    ) -> SpanSpec:
-        return SpanSpec(
-            name=name,
-            trace_id=self._trace_id,
-            span_id=span_id,
-            parent_span_id=parent_span_id,
-            start_ns=start_ns,
-            end_ns=max(start_ns, end_ns),
-            attributes={**self._base(), **attrs},
-            status=status,
-            kind="client" if kind == "client" else "internal",
-            trace_state=self._trace_state,
-        )
-
     def _emit_chat(self, chat: _Chat, out: list[SpanSpec], end_ns: int) -> None:
         if chat.emitted:
             return
@@ -661,27 +625,15 @@ class TraceBuilder:
                 return
         chat.held = False
         chat.emitted = True
-        request_model = self._model if turn.context == MAIN else ""
-        attrs, chat.cost = chat_attributes(
-            chat.acc,
-            request_model=request_model,
-            prices=self._prices,
-            content=self._content,
+        ttft = None if chat.ttft_ms is None else round(chat.ttft_ms * 1e6)
+        model = self._model if turn.context == MAIN else ""
+        spec, chat.cost = self._tree.chat(
+            chat.acc, ChatRequestMeta(chat.start_ns, end_ns, model, None, None, ttft),
+            span_id=chat.span_id, parent_span_id=turn.span_id,
             sent=ChatInput(messages=chat.sent) if chat.sent else None,
+            extra={A.PARENT_TOOL_USE_ID: turn.context} if turn.context else None,
         )
-        if chat.ttft_ms is not None:
-            attrs[A.CHAT_TTFT_MS] = chat.ttft_ms
-            attrs[A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = chat.ttft_ms / 1e3
-        if turn.context:
-            attrs[A.PARENT_TOOL_USE_ID] = turn.context
-        error = chat.acc.error_type
-        status = SpanStatus("error", chat.acc.error_message or error) if error else UNSET
-        name = chat_span_name(chat.acc.model or request_model)
-        out.append(
-            self._spec(
-                name, chat.span_id, turn.span_id, chat.start_ns, end_ns, attrs, status, "client"
-            )
-        )
+        out.append(spec)
         for tool_use_id in turn.tool_ids:
             self._maybe_emit_tool(self._tools[tool_use_id], out)
         self._try_emit_turn(turn, out)
@@ -699,53 +651,24 @@ class TraceBuilder:
         split = None
         if turn is not None and turn.chat.cost is not None and turn.tool_ids:
             split = turn.chat.cost / len(turn.tool_ids)
-        attrs = tool_attributes(tool, split_cost=split, content=self._content)
         parent = tool.turn_span_id if tool.turn_span_id is not None else self._root_id
-        end = tool.end_ns if tool.end_ns is not None else tool.start_ns
-        spec = self._spec(
-            f"execute_tool {tool.name}" if tool.name else "execute_tool",
-            tool.span_id,
-            parent,
-            tool.start_ns,
-            end,
-            attrs,
-            tool_status(tool),
-        )
-        out.append(replace(spec, events=tool_events(tool)))
+        out.append(self._tree.tool(tool, parent_span_id=parent, split_cost=split))
         agent = self._agents.get(tool.tool_use_id)
-        if agent is not None:
-            self._emit_agent(agent, tool, out)
-        if turn is not None:
-            self._try_emit_turn(turn, out)
-
-    def _emit_agent(self, agent: _Agent, tool: ToolCallState, out: list[SpanSpec]) -> None:
-        """The subagent's invoke_agent span, inside its Task/Agent call."""
-        if agent.emitted:
-            return
-        agent.emitted = True
-        name = agent.agent_type or self._subagent_types.get(agent.tool_use_id, "")
-        attrs = agent_attributes(name, agent.agent_id, agent.tool_use_id)
-        if self._content.capture:
+        if agent is not None and not agent.emitted:  # the subagent, inside its Task/Agent call
+            agent.emitted = True
             ctx = self._contexts.get(agent.tool_use_id)
             last = ctx.current.chat.acc if ctx is not None and ctx.current is not None else None
-            attrs.update(root_content(
-                self._content,
-                prompt=task_prompt(tool.input),
+            start = max(agent.start_ns, tool.start_ns)
+            out.append(self._tree.agent(
+                span_id=agent.span_id, tool_span_id=tool.span_id, start_ns=start,
+                end_ns=min(agent.end_ns, tool.end_ns or agent.end_ns),
+                agent_type=agent.agent_type or self._subagent_types.get(agent.tool_use_id, ""),
+                agent_id=agent.agent_id, tool_use_id=agent.tool_use_id, tool_input=tool.input,
                 answer="\n".join(last.texts) if last is not None and last.texts else None,
                 stop_reason=last.stop_reason if last is not None else None,
             ))
-        start = max(agent.start_ns, tool.start_ns)
-        end = min(agent.end_ns, tool.end_ns) if tool.end_ns is not None else agent.end_ns
-        out.append(
-            self._spec(
-                agent_span_name(name),
-                agent.span_id,
-                tool.span_id,
-                start,
-                max(start, end),
-                attrs,
-            )
-        )
+        if turn is not None:
+            self._try_emit_turn(turn, out)
 
     def _try_emit_turn(self, turn: _Turn, out: list[SpanSpec]) -> None:
         if turn.emitted or not turn.superseded or not turn.chat.emitted:
@@ -754,17 +677,14 @@ class TraceBuilder:
         if not all(t.emitted for t in tools):
             return
         turn.emitted = True
-        end = max([turn.chat.end_ns, *(t.end_ns or 0 for t in tools)])
-        attrs = turn_attributes(
-            turn.index,
-            len(tools),
-            self._subagent_types.get(turn.context, self._agent_name),
-            turn.chat.cost,
-            turn.context,
-        )
-        out.append(
-            self._spec(TURN, turn.span_id, turn.parent_span_id, turn.chat.start_ns, end, attrs)
-        )
+        out.append(self._tree.turn(
+            message_id=turn.chat.acc.message_id, parent_span_id=turn.parent_span_id,
+            start_ns=turn.chat.start_ns,
+            end_ns=max([turn.chat.end_ns, *(t.end_ns or 0 for t in tools)]),
+            index=turn.index, tool_calls=len(tools),
+            agent_name=self._subagent_types.get(turn.context, self._tree.agent_name),
+            cost=turn.chat.cost, parent_tool_use_id=turn.context,
+        ))
 
     def _hold_compaction(self) -> None:
         """The compaction finished; its span waits for the result that prices it."""
@@ -793,56 +713,20 @@ class TraceBuilder:
         held, self._held_compactions = self._held_compactions, []
         costs: list[float | None] = []
         for model, tokens in (usage or {}).items():
-            acc = ChatAccumulator(model=model)
-            acc.apply_final(tokens, None, source=RESULT_SOURCE)
-            attrs, cost = chat_attributes(
-                acc, request_model=model, prices=self._prices, content=ContentPolicy()
-            )
+            spec, cost = self._tree.compaction_chat(held[-1], model, tokens)
+            out.append(spec)
             costs.append(cost)
-            comp = held[-1]
-            out.append(self._spec(
-                chat_span_name(model), self._ids.span_id("chat", f"compaction:{comp.span_id}"),
-                comp.span_id, comp.start_ns, comp.end_ns or comp.start_ns, attrs, kind="client",
-            ))
         self._compaction_chats += costs
         total = None if usage is None or None in costs else sum(c for c in costs if c)
         for comp in held:
             comp.cost_usd = total / len(held) if total is not None else None
             self._compaction_costs.append(comp.cost_usd)
-            self._emit_compaction(comp, out)
-
-    def _emit_compaction(self, comp: Compaction, out: list[SpanSpec]) -> None:
-        spec = compaction_spec(comp, self._base())
-        out.append(
-            self._spec(
-                spec.name,
-                comp.span_id,
-                self._root_id,
-                comp.start_ns,
-                comp.end_ns or comp.start_ns,
-                dict(spec.attributes),
-                spec.status,
-            )
-        )
-
-    def _root_content(self) -> dict[str, AttributeValue]:
-        """The prompt, the final answer and the tools on offer (content capture only)."""
-        if not self._content.capture:
-            return {}
-        last = self._results[-1] if self._results else {}
-        return root_content(
-            self._content,
-            prompt=self._prompt,
-            answer=self._result_text,
-            stop_reason=str(last.get("stop_reason") or "") or None,
-            tools=[{"type": "function", "name": n} for n in self._tool_names],
-        )
+            out.append(self._tree.compaction(comp))
 
     def _root_spec(self, at_ns: int) -> SpanSpec:
-        attrs = root_attributes(self._agent_name, self._model)
+        attrs: dict[str, AttributeValue] = {}
         if self._version:
             attrs[A.CLAUDE_CODE_VERSION] = self._version
-        attrs.update(self._root_content())
         attrs.update(self._root_extra)
         attrs.update(result_attributes(self._results))
         costs = [c.cost for c in self._chats.values()] + self._compaction_chats
@@ -862,100 +746,11 @@ class TraceBuilder:
         if not self._results:
             attrs[A.INCOMPLETE] = True
             attrs[A.ERROR_TYPE] = INCOMPLETE_ERROR
-        return SpanSpec(
-            name=f"{A.OP_INVOKE_AGENT} {self._agent_name}",
-            trace_id=self._trace_id,
-            span_id=self._root_id,
-            parent_span_id=self._parent.span_id if self._parent is not None else None,
-            start_ns=self._start_ns,
-            end_ns=max(self._start_ns, at_ns),
-            attributes={**self._base(), **attrs},
-            status=result_status(self._results),
-            kind="internal",
-            parent_is_remote=self._parent is not None and self._parent.is_remote,
-            trace_state=self._trace_state,
+        last = self._results[-1] if self._results else {}
+        return self._tree.root(
+            start_ns=self._start_ns, end_ns=max(self._start_ns, at_ns), model=self._model,
+            prompt=self._prompt, answer=self._result_text,
+            stop_reason=str(last.get("stop_reason") or "") or None,
+            status=result_status(self._results), attrs=attrs, tools=self._tool_names,
         )
 
-
-def root_content(
-    content: ContentPolicy,
-    *,
-    prompt: str | None,
-    answer: str | None,
-    stop_reason: str | None,
-    tools: list[dict[str, Any]] | None = None,
-) -> dict[str, AttributeValue]:
-    """An invoke_agent span's messages in the conventions' shape: the user's prompt in, the
-    agent's final answer out (both modes build their roots with this)."""
-    attrs: dict[str, AttributeValue] = {}
-    for name, items in (
-        (A.GEN_AI_INPUT_MESSAGES, [M.user_text(prompt)] if prompt is not None else []),
-        (
-            A.GEN_AI_OUTPUT_MESSAGES,
-            [M.output_message([M.text_part(answer)], M.finish_reason(stop_reason))]
-            if answer is not None
-            else [],
-        ),
-        (A.GEN_AI_TOOL_DEFINITIONS, tools or []),
-    ):
-        rendered = content.render_list(items) if items else None
-        if rendered is not None:
-            attrs[name] = rendered
-    return attrs
-
-
-TURN = "turn"
-
-
-def task_prompt(tool_input: Any) -> str | None:
-    """The prompt a Task/Agent call gives its subagent."""
-    prompt = tool_input.get("prompt") if isinstance(tool_input, Mapping) else None
-    return str(prompt) if prompt else None
-
-
-def turn_attributes(
-    index: int, tool_calls: int, agent_name: str, cost: float | None, parent_tool_use_id: str
-) -> dict[str, AttributeValue]:
-    """A turn span's attributes (run and serve alike)."""
-    attrs: dict[str, AttributeValue] = {
-        A.TURN_INDEX: index,
-        A.TURN_TOOL_CALLS: tool_calls,
-        A.GEN_AI_AGENT_NAME: agent_name,
-    }
-    if cost is not None:
-        attrs[A.TURN_COST_USD] = cost
-    if parent_tool_use_id:
-        attrs[A.PARENT_TOOL_USE_ID] = parent_tool_use_id
-    return attrs
-
-
-def agent_attributes(agent_type: str, agent_id: str, tool_use_id: str) -> dict[str, AttributeValue]:
-    """A subagent's invoke_agent span: its type as the agent's name, its id."""
-    attrs: dict[str, AttributeValue] = {
-        A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
-        A.GEN_AI_PROVIDER_NAME: A.PROVIDER_ANTHROPIC,
-    }
-    if tool_use_id:
-        attrs[A.PARENT_TOOL_USE_ID] = tool_use_id
-    if agent_type:
-        attrs[A.GEN_AI_AGENT_NAME] = agent_type
-    if agent_id:
-        attrs[A.GEN_AI_AGENT_ID] = agent_id
-    return attrs
-
-
-def agent_span_name(agent_type: str) -> str:
-    return f"{A.OP_INVOKE_AGENT} {agent_type}" if agent_type else A.OP_INVOKE_AGENT
-
-
-def root_attributes(agent_name: str, model: str) -> dict[str, AttributeValue]:
-    """What every root (invoke_agent claude-code) carries, before the result."""
-    attrs: dict[str, AttributeValue] = {
-        A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
-        A.GEN_AI_PROVIDER_NAME: A.PROVIDER_ANTHROPIC,
-        A.GEN_AI_AGENT_NAME: agent_name,
-    }
-    if model:
-        attrs[A.SESSION_MODEL] = model
-        attrs[A.GEN_AI_REQUEST_MODEL] = model
-    return attrs
