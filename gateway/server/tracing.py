@@ -1,12 +1,8 @@
-"""Server-mode tracing: hook events and proxied exchanges -> the same tree as `run`.
-
-    invoke_agent claude-code        root: at SessionEnd, or closed by the idle timeout
-      turn                          one proxied response + the tools it asked for
-        chat {model}                the proxy's SSE tap
-        execute_tool {tool}         PreToolUse (start, decision) -> PostToolUse (end)
-          invoke_agent {type}       a subagent: SubagentStart -> SubagentStop
-            turn ...                its responses (x-claude-code-agent-id), its tools
-      compaction                    PreCompact (archive) -> PostCompact; its model call inside
+"""Server-mode tracing: hook events and proxied exchanges -> the facts of the session's trace,
+handed to the one tree builder (gateway/telemetry/tree.py) that `run` uses too. The root
+closes at SessionEnd or by the idle timeout; chats come from the proxy's SSE tap, tools from
+PreToolUse (start, decision) to PostToolUse (end), subagents from SubagentStart to SubagentStop
+(their responses carry x-claude-code-agent-id), compactions from PreCompact to PostCompact.
 
 Ids come from the session, message, tool_use and agent ids, so every replica names every
 span the same way. What links them is kept in a `TraceState` (trace_state.py): which
@@ -22,6 +18,7 @@ put under its agent (or the root) with the link missing.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 import json
@@ -67,8 +64,7 @@ class SpanExport(Protocol):
     def export(self, specs: Sequence[SpanSpec]) -> None: ...
 
 
-def root_ref(session_id: str) -> SpanRef:
-    return session_root(session_id)
+root_ref = session_root
 
 
 def _ref(session: str, kind: str, key: str) -> SpanRef:
@@ -507,10 +503,7 @@ class ServerTracer:
             agent_id=agent_id,
             decided_ns=int(start) if start else None,
         )
-        turn = _json(state.get(session, f"turn:{message_id}")) if message_id else None
-        split = None
-        if turn is not None and turn.get("cost") is not None and turn["tools"]:
-            split = float(turn["cost"]) / len(turn["tools"])
+        turn = (_json(state.get(session, f"turn:{message_id}")) if message_id else None) or {}
         attrs: dict[str, AttributeValue] = {}
         if decision is None:  # PreToolUse was answered elsewhere, or not at all
             attrs[A.POLICY_DECISION] = DECISION_UNKNOWN
@@ -523,7 +516,10 @@ class ServerTracer:
         else:
             parent = self._context_ref(session, agent_id)
         tree = self._tree(session)
-        self._export(tree.tool(tool, parent_span_id=parent.span_id, split_cost=split, extra=attrs))
+        self._export(tree.tool(
+            tool, parent_span_id=parent.span_id, turn_cost=turn.get("cost"),
+            turn_tools=len(turn.get("tools") or ()), extra=attrs,
+        ))
         state.set(session, {f"tool-end:{tool_use_id}": str(end_ns)})
         if message_id is not None:
             self._maybe_end_turn(session, message_id)
@@ -755,7 +751,7 @@ class ServerTracer:
             agent_id=str(stored.get("agent") or ""),
         )
         parent = _ref(session, TURN, message_id).span_id
-        self._export(self._tree(session).tool(tool, parent_span_id=parent, split_cost=None))
+        self._export(self._tree(session).tool(tool, parent_span_id=parent))
 
 
 def _json(raw: str | None) -> Any:
@@ -768,23 +764,17 @@ def _json(raw: str | None) -> Any:
 
 
 def _decision_json(decision: Decision) -> str:
-    return json.dumps(
-        {"kind": decision.kind, "rule_id": decision.rule_id, "reason": decision.reason,
-         "would_deny": decision.would_deny, "enforced_by": decision.enforced_by}
-    )
+    return json.dumps(dataclasses.asdict(decision))
+
+
+_DECISION_FIELDS = dataclasses.fields(Decision)
 
 
 def _decision_from(raw: str | None) -> Decision | None:
     data = _json(raw)
     if not isinstance(data, dict):
         return None
-    return Decision(
-        data.get("kind") or "abstain",
-        rule_id=str(data.get("rule_id") or ""),
-        reason=str(data.get("reason") or ""),
-        would_deny=bool(data.get("would_deny")),
-        enforced_by="sandbox" if data.get("enforced_by") == "sandbox" else "hook",
-    )
+    return Decision(**{f.name: data[f.name] for f in _DECISION_FIELDS if f.name in data})
 
 
 def _slim(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,16 +2,10 @@
 
 Feed `TraceBuilder` the stream-json message dicts in order, each with the time it was seen,
 plus the hook-side events; every call returns the spans that finished. `finish()` at the end
-of the stream closes whatever is still open and returns the root span last.
-
-Span tree:
-    invoke_agent claude-code                    (root; ends with the ResultMessage data)
-      turn                                      (one model response + the tools it asked for)
-        chat {model}                            (one per message.id, never per block)
-        execute_tool {tool}                     (PreToolUse -> PostToolUse / tool_result)
-          invoke_agent {subagent_type}          (a subagent, under the Task/Agent call that
-            turn ...                             started it; its turns under it)
-      compaction                                (status: compacting -> compact_boundary)
+of the stream closes whatever is still open and returns the root span last. The spans
+themselves are made by the one tree builder `serve` uses too (tree.py): a turn per response,
+its chat and tools; a subagent under the Task/Agent call that started it; compactions from
+status: compacting to compact_boundary.
 
 A subagent's responses never reach the partial stream (Claude Code 2.1.332), so its chats know
 only the placeholder usage of the `assistant` lines. Such a chat is held, with its turn and
@@ -648,11 +642,11 @@ class TraceBuilder:
             return
         tool.emitted = True
         turn = self._turn_of_chat.get(tool.chat_message_id or "")
-        split = None
-        if turn is not None and turn.chat.cost is not None and turn.tool_ids:
-            split = turn.chat.cost / len(turn.tool_ids)
         parent = tool.turn_span_id if tool.turn_span_id is not None else self._root_id
-        out.append(self._tree.tool(tool, parent_span_id=parent, split_cost=split))
+        out.append(self._tree.tool(
+            tool, parent_span_id=parent, turn_cost=turn.chat.cost if turn else None,
+            turn_tools=len(turn.tool_ids) if turn else 0,
+        ))
         agent = self._agents.get(tool.tool_use_id)
         if agent is not None and not agent.emitted:  # the subagent, inside its Task/Agent call
             agent.emitted = True

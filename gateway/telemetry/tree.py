@@ -21,12 +21,7 @@ from typing import Any
 
 from gateway.telemetry import attributes as A
 from gateway.telemetry import messages as M
-from gateway.telemetry.chat import (
-    ChatAccumulator,
-    ChatInput,
-    ChatRequestMeta,
-    chat_span,
-)
+from gateway.telemetry.chat import ChatAccumulator, ChatInput, ChatRequestMeta, chat_span
 from gateway.telemetry.compaction import Compaction, compaction_attributes
 from gateway.telemetry.content import ContentPolicy
 from gateway.telemetry.ids import ROOT_SPAN, IdSource
@@ -47,14 +42,8 @@ class Tree:
     """One trace's spans. `session_id` may be learnt after the start (run's stream)."""
 
     def __init__(
-        self,
-        ids: IdSource,
-        *,
-        prices: PriceTable,
-        content: ContentPolicy,
-        session_id: str = "",
-        parent: SpanRef | None = None,
-        agent_name: str = AGENT_NAME,
+        self, ids: IdSource, *, prices: PriceTable, content: ContentPolicy, session_id: str = "",
+        parent: SpanRef | None = None, agent_name: str = AGENT_NAME,
     ) -> None:
         self.ids = ids
         self.prices = prices
@@ -70,16 +59,8 @@ class Tree:
         return self.ids.span_id(kind, key)
 
     def span(
-        self,
-        name: str,
-        span_id: int,
-        parent_span_id: int | None,
-        start_ns: int,
-        end_ns: int,
-        attrs: Mapping[str, AttributeValue],
-        status: SpanStatus = UNSET,
-        *,
-        kind: str = "internal",
+        self, name: str, span_id: int, parent_span_id: int | None, start_ns: int, end_ns: int,
+        attrs: Mapping[str, AttributeValue], status: SpanStatus = UNSET, *,
         events: Sequence[SpanEvent] = (),
     ) -> SpanSpec:
         base = {A.GEN_AI_CONVERSATION_ID: self.session_id} if self.session_id else {}
@@ -92,21 +73,15 @@ class Tree:
             end_ns=max(start_ns, end_ns),
             attributes={**base, **attrs},
             status=status,
-            kind="client" if kind == "client" else "internal",
+            kind="internal",
             events=tuple(events),
             trace_state=self.trace_state,
         )
 
     # --- the spans ---------------------------------------------------------------------------
     def chat(
-        self,
-        acc: ChatAccumulator,
-        meta: ChatRequestMeta,
-        *,
-        span_id: int,
-        parent_span_id: int,
-        sent: ChatInput | None = None,
-        extra: Mapping[str, AttributeValue] | None = None,
+        self, acc: ChatAccumulator, meta: ChatRequestMeta, *, span_id: int, parent_span_id: int,
+        sent: ChatInput | None = None, extra: Mapping[str, AttributeValue] | None = None,
         content: ContentPolicy | None = None,
     ) -> tuple[SpanSpec, float | None]:
         """A model response and its cost (None when unknown)."""
@@ -125,15 +100,13 @@ class Tree:
         return spec, float(cost) if isinstance(cost, int | float) else None
 
     def tool(
-        self,
-        tool: ToolCallState,
-        *,
-        parent_span_id: int,
-        split_cost: float | None,
-        extra: Mapping[str, AttributeValue] | None = None,
+        self, tool: ToolCallState, *, parent_span_id: int, turn_cost: float | None = None,
+        turn_tools: int = 0, extra: Mapping[str, AttributeValue] | None = None,
     ) -> SpanSpec:
-        """A tool call: its decision, arguments and result as the model read it."""
-        attrs = tool_attributes(tool, split_cost=split_cost, content=self.content)
+        """A tool call: its decision, arguments, result as the model read it, and its share of
+        its turn's cost."""
+        split = turn_cost / turn_tools if turn_cost is not None and turn_tools else None
+        attrs = tool_attributes(tool, split_cost=split, content=self.content)
         attrs.update(extra or {})
         end = tool.end_ns if tool.end_ns is not None else tool.start_ns
         return self.span(
@@ -142,17 +115,8 @@ class Tree:
         )
 
     def agent(
-        self,
-        *,
-        span_id: int,
-        tool_span_id: int,
-        start_ns: int,
-        end_ns: int,
-        agent_type: str,
-        agent_id: str,
-        tool_use_id: str,
-        tool_input: Any,
-        answer: str | None,
+        self, *, span_id: int, tool_span_id: int, start_ns: int, end_ns: int, agent_type: str,
+        agent_id: str, tool_use_id: str, tool_input: Any, answer: str | None,
         stop_reason: str | None,
     ) -> SpanSpec:
         """A subagent, inside the Task/Agent call that started it: its prompt in, its last
@@ -170,17 +134,8 @@ class Tree:
         return self.span(name, span_id, tool_span_id, start_ns, max(start_ns, end_ns), attrs)
 
     def turn(
-        self,
-        *,
-        message_id: str,
-        parent_span_id: int,
-        start_ns: int,
-        end_ns: int,
-        index: int,
-        tool_calls: int,
-        agent_name: str,
-        cost: float | None,
-        parent_tool_use_id: str,
+        self, *, message_id: str, parent_span_id: int, start_ns: int, end_ns: int, index: int,
+        tool_calls: int, agent_name: str, cost: float | None, parent_tool_use_id: str,
         extra: Mapping[str, AttributeValue] | None = None,
     ) -> SpanSpec:
         """One response of an agent's loop and the tools it asked for."""
@@ -219,16 +174,8 @@ class Tree:
                          content=ContentPolicy())
 
     def root(
-        self,
-        *,
-        start_ns: int,
-        end_ns: int,
-        model: str,
-        prompt: str | None,
-        answer: str | None,
-        stop_reason: str | None,
-        status: SpanStatus,
-        attrs: Mapping[str, AttributeValue],
+        self, *, start_ns: int, end_ns: int, model: str, prompt: str | None, answer: str | None,
+        stop_reason: str | None, status: SpanStatus, attrs: Mapping[str, AttributeValue],
         tools: Sequence[str] = (),
     ) -> SpanSpec:
         """The session: the user's first prompt in, the final answer out; `attrs` are what the
@@ -252,10 +199,7 @@ class Tree:
         return replace(spec, parent_is_remote=self.parent is not None and self.parent.is_remote)
 
     def messages(
-        self,
-        prompt: str | None,
-        answer: str | None,
-        stop_reason: str | None,
+        self, prompt: str | None, answer: str | None, stop_reason: str | None,
         tools: list[dict[str, Any]] | None = None,
     ) -> dict[str, AttributeValue]:
         """An invoke_agent span's messages in the conventions' shape (content capture only)."""
@@ -274,6 +218,7 @@ class Tree:
             if rendered is not None:
                 attrs[name] = rendered
         return attrs
+
 
 
 def task_prompt(tool_input: Any) -> str | None:
