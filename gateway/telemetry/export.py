@@ -58,7 +58,7 @@ DEFAULT_FLUSH_TIMEOUT_S = 3.0
 BREAKER_COOLDOWN_S = 30.0
 PROBE_TIMEOUT_S = 0.25
 SDK_EXPORT_TIMEOUT_S = 10.0
-"""The OTLP exporters' own default (OTEL_EXPORTER_OTLP_TIMEOUT unset)."""
+"""The OTLP exporters' own default, if an exporter does not say what it read."""
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY")
 PROTOCOLS = ("http/protobuf", "grpc")
 EXPORTERS = ("otlp", "console", "none")
@@ -303,15 +303,14 @@ class Guarded:
         return True
 
 
-def _timeout_s(signal: str) -> float:
-    """The wait the SDK's exporter reads (seconds), to tell a timeout from a refusal."""
-    raw = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_TIMEOUT") or os.environ.get(
-        "OTEL_EXPORTER_OTLP_TIMEOUT"
-    )
-    try:
-        return float(raw) if raw else SDK_EXPORT_TIMEOUT_S
-    except ValueError:
-        return SDK_EXPORT_TIMEOUT_S
+def _timeout_s(inner: Any) -> float:
+    """The wait the SDK's exporter read from its variables (seconds), to tell a timeout from a
+    refusal: the gRPC exporters keep it, the HTTP ones their client."""
+    for holder in (inner, getattr(inner, "_client", None)):
+        value = getattr(holder, "_timeout", None)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return SDK_EXPORT_TIMEOUT_S
 
 
 def guarded_otlp(signal: str, *, what: str, failure: Any) -> Guarded:
@@ -326,7 +325,7 @@ def guarded_otlp(signal: str, *, what: str, failure: Any) -> Guarded:
         label=endpoint or f"the OTLP {signal} endpoint",
         what=what,
         refused=(lambda: connection_refused(endpoint)) if probe else None,
-        timeout_s=_timeout_s(signal),
+        timeout_s=_timeout_s(inner),
         failure=failure,
     )
 

@@ -98,7 +98,8 @@ def both_ways(
     del env["OTEL_TRACES_EXPORTER"]
     out = gateway_run(sandbox, PROMPT, "--policy", str(policy), "--allowed-tools", "Bash", env=env)
     assert out.results, out.stderr[-2000:]
-    assert "404" not in out.stderr and "unreachable" not in out.stderr, out.stderr
+    quiet = ("404", "405", "unreachable", "dropped")
+    assert not [w for w in quiet if w in out.stderr], out.stderr
     see(out)
 
     upstream = scripted(phoenix.SCENARIO)
@@ -115,6 +116,8 @@ def both_ways(
             sandbox, PROMPT, "--settings", json.dumps(settings), "--allowedTools", "Bash"
         )
         assert served.results, served.stderr[-2000:]
+    said = (sandbox.home / "serve.log").read_text()
+    assert not [w for w in quiet if w in said], said
     see(served)
 
 
