@@ -27,7 +27,6 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -76,13 +75,6 @@ def _agent_ref(session: str, agent_id: str) -> SpanRef:
     return _ref(session, "agent", agent_id)
 
 
-@dataclass(order=True)
-class _Later:
-    due: float
-    seq: int
-    run: Callable[[], None] = field(compare=False)
-
-
 class ServerTracer:
     """Builds and exports spans as hook events and proxied exchanges arrive."""
 
@@ -103,7 +95,8 @@ class ServerTracer:
         self._state = state or MemoryTraceState()
         self.idle_timeout_s = idle_timeout_s
         self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue()
-        self._later: list[_Later] = []
+        self._later: list[tuple[float, int, Callable[[], None]]] = []
+        """Retries: (due, order, job), a heap."""
         self._seq = itertools.count()
         self._busy = 0
         self._idle = threading.Condition()
@@ -132,7 +125,7 @@ class ServerTracer:
     def _work(self) -> None:
         next_sweep = time.monotonic() + self._sweep_every()
         while True:
-            wait = max(0.0, min([next_sweep, *(x.due for x in self._later[:1])]) - time.monotonic())
+            wait = max(0.0, min([next_sweep, *(x[0] for x in self._later[:1])]) - time.monotonic())
             try:
                 job = self._queue.get(timeout=wait)
             except queue.Empty:
@@ -145,8 +138,8 @@ class ServerTracer:
             if job is not None:
                 self._run(job)
             now = time.monotonic()
-            while self._later and self._later[0].due <= now:
-                self._run(heapq.heappop(self._later).run)
+            while self._later and self._later[0][0] <= now:
+                self._run(heapq.heappop(self._later)[2])
             if now >= next_sweep:
                 self._sweep()
                 next_sweep = now + self._sweep_every()
@@ -166,7 +159,7 @@ class ServerTracer:
     def _retry(self, delay_s: float, fn: Callable[[], None]) -> None:
         with self._idle:
             self._busy += 1
-        heapq.heappush(self._later, _Later(time.monotonic() + delay_s, next(self._seq), fn))
+        heapq.heappush(self._later, (time.monotonic() + delay_s, next(self._seq), fn))
 
     def _sweep_every(self) -> float:
         return min(30.0, max(0.2, self.idle_timeout_s / 4))
@@ -198,8 +191,7 @@ class ServerTracer:
     def on_pre_tool_use(self, body: Mapping[str, Any], decision: Decision) -> None:
         self._submit(self._pre_tool_use, dict(body), decision)
 
-    def on_tool_denied(self, body: Mapping[str, Any], decision: Decision) -> None:
-        self.on_pre_tool_use(body, decision)
+    on_tool_denied = on_pre_tool_use  # a deny answered before the decision workers
 
     def on_tool_end(self, body: Mapping[str, Any], decision: Decision | None, failed: bool) -> None:
         self._submit(self._tool_end, dict(body), decision, failed)
@@ -365,22 +357,22 @@ class ServerTracer:
                 continue
             tool_use_id = str(part["id"])
             self._state.set(session, {f"tool-result:{tool_use_id}": json.dumps(part["response"])})
-            held = _json(self._state.get(session, f"tool-held:{tool_use_id}"))
-            if held is not None and self._state.remove(session, f"tool-held:{tool_use_id}"):
-                self._end_tool(
-                    session, held["body"], _decision_from(held["decision"]),
-                    failed=bool(held["failed"]), end_ns=int(held["end"]), attempt=0,
-                )
+            key = f"tool-held:{tool_use_id}"
+            self._end_held(session, key, self._state.get(session, key))
 
     def _release_held(self, session: str, at_ns: int) -> None:
         """At the end of a session: tools still waiting for a result no request sent back."""
         for key, raw in self._state.get_all(session).items():
-            held = _json(raw) if key.startswith("tool-held:") else None
-            if held is not None and self._state.remove(session, key):
-                self._end_tool(
-                    session, held["body"], _decision_from(held["decision"]),
-                    failed=bool(held["failed"]), end_ns=int(held["end"]), attempt=0, last=True,
-                )
+            if key.startswith("tool-held:"):
+                self._end_held(session, key, raw, last=True)
+
+    def _end_held(self, session: str, key: str, raw: str | None, *, last: bool = False) -> None:
+        """A tool span held for its result ends, once (another replica may get there first)."""
+        held = _json(raw)
+        if held is not None and self._state.remove(session, key):
+            self._end_tool(session, held["body"], _decision_from(held["decision"]),
+                           failed=bool(held["failed"]), end_ns=int(held["end"]), attempt=0,
+                           last=last)
 
     def _maybe_end_turn(self, session: str, message_id: str) -> None:
         """Emit the turn once its response and every tool it asked for have ended."""
@@ -464,11 +456,14 @@ class ServerTracer:
         body: Mapping[str, Any],
         decision: Decision | None,
         *,
-        failed: bool,
+        failed: bool | None,
         end_ns: int,
         attempt: int,
         last: bool = False,
+        incomplete: bool = False,
     ) -> None:
+        """A tool's span, once its response's link is known; `failed` None and `incomplete`:
+        it never ended (the session did first)."""
         state = self._state
         tool_use_id = str(body.get("tool_use_id") or "")
         message_id = state.get(session, f"tool-turn:{tool_use_id}")
@@ -502,6 +497,7 @@ class ServerTracer:
             result=result,
             agent_id=agent_id,
             decided_ns=int(start) if start else None,
+            incomplete=incomplete,
         )
         turn = (_json(state.get(session, f"turn:{message_id}")) if message_id else None) or {}
         attrs: dict[str, AttributeValue] = {}
@@ -525,7 +521,7 @@ class ServerTracer:
             self._maybe_end_turn(session, message_id)
 
     def _result_of(
-        self, session: str, body: Mapping[str, Any], decision: Decision | None, failed: bool,
+        self, session: str, body: Mapping[str, Any], decision: Decision | None, failed: bool | None,
         end_ns: int, last: bool,
     ) -> Any:
         """A tool's result as the model saw it: the text the next request sends back (the
@@ -732,26 +728,11 @@ class ServerTracer:
             for tool_use_id in turn["tools"]:
                 end = data.get(f"tool-end:{tool_use_id}")
                 if end is None and f"tool-start:{tool_use_id}" in data:
-                    self._leftover_tool(session, data, tool_use_id, message_id, at_ns)
+                    self._end_tool(session, {"tool_use_id": tool_use_id}, None, failed=None,
+                                   end_ns=at_ns, attempt=len(LINK_RETRIES_S), last=True,
+                                   incomplete=True)
                 ends.append(int(end) if end else at_ns)
             self._emit_turn(session, message_id, turn, ends, incomplete=True)
-
-    def _leftover_tool(
-        self, session: str, data: Mapping[str, str], tool_use_id: str, message_id: str, at_ns: int
-    ) -> None:
-        stored = _json(data.get(f"tool:{tool_use_id}")) or {}
-        tool = ToolCallState(
-            tool_use_id=tool_use_id,
-            name=str(stored.get("name") or ""),
-            span_id=_ref(session, TOOL_SPAN_KIND, tool_use_id).span_id,
-            start_ns=int(data.get(f"tool-start:{tool_use_id}") or at_ns),
-            end_ns=at_ns,
-            decision=_decision_from(data.get(f"tool-decision:{tool_use_id}")),
-            incomplete=True,
-            agent_id=str(stored.get("agent") or ""),
-        )
-        parent = _ref(session, TURN, message_id).span_id
-        self._export(self._tree(session).tool(tool, parent_span_id=parent))
 
 
 def _json(raw: str | None) -> Any:

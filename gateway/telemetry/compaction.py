@@ -11,8 +11,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.telemetry import attributes as A
-from gateway.telemetry.model import AttributeValue, SpanStatus
 from gateway.telemetry.pricing import PriceTable, Usage
 
 
@@ -31,37 +29,6 @@ class Compaction:
     archive_error: str | None = None
     incomplete: bool = False
     cost_usd: float | None = None
-
-
-def compaction_attributes(comp: Compaction) -> tuple[dict[str, AttributeValue], SpanStatus]:
-    """The compaction span's attributes and status."""
-    attrs: dict[str, AttributeValue] = {}
-    if comp.trigger:
-        attrs[A.COMPACTION_TRIGGER] = comp.trigger
-    for name, value in (
-        (A.COMPACTION_PRE_TOKENS, comp.pre_tokens),
-        (A.COMPACTION_POST_TOKENS, comp.post_tokens),
-        (A.COMPACTION_DURATION_MS, comp.duration_ms),
-    ):
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            attrs[name] = value
-    for name, text in (
-        (A.COMPACTION_RESULT, comp.result),
-        (A.COMPACTION_ERROR, comp.error),
-        (A.COMPACTION_ARCHIVE_ID, comp.archive_id),
-        (A.COMPACTION_ARCHIVE_ERROR, comp.archive_error),
-    ):
-        if text:
-            attrs[name] = text
-    if comp.cost_usd is not None:
-        attrs[A.COMPACTION_COST_USD] = comp.cost_usd
-    if comp.incomplete:
-        attrs[A.INCOMPLETE] = True
-    if comp.result not in (None, "success") or comp.error:
-        return attrs, SpanStatus("error", comp.error or str(comp.result))
-    if comp.archive_error:  # compacted, but the transcript was not archived first
-        return attrs, SpanStatus("error", f"archive failed: {comp.archive_error}")
-    return attrs, SpanStatus()
 
 
 _MODEL_USAGE_FIELDS = (

@@ -22,7 +22,7 @@ from typing import Any
 from gateway.telemetry import attributes as A
 from gateway.telemetry import messages as M
 from gateway.telemetry.chat import ChatAccumulator, ChatInput, ChatRequestMeta, chat_span
-from gateway.telemetry.compaction import Compaction, compaction_attributes
+from gateway.telemetry.compaction import Compaction
 from gateway.telemetry.content import ContentPolicy
 from gateway.telemetry.ids import ROOT_SPAN, IdSource
 from gateway.telemetry.model import AttributeValue, SpanEvent, SpanRef, SpanSpec, SpanStatus
@@ -54,9 +54,6 @@ class Tree:
         self.trace_id = parent.trace_id if parent is not None else ids.trace_id
         self.trace_state = parent.trace_state if parent is not None else ""
         self.root_id = ids.span_id(*ROOT_SPAN)
-
-    def span_id(self, kind: str, key: str) -> int:
-        return self.ids.span_id(kind, key)
 
     def span(
         self, name: str, span_id: int, parent_span_id: int | None, start_ns: int, end_ns: int,
@@ -149,11 +146,37 @@ class Tree:
         if parent_tool_use_id:
             attrs[A.PARENT_TOOL_USE_ID] = parent_tool_use_id
         attrs.update(extra or {})
-        span_id = self.span_id(TURN, message_id)
+        span_id = self.ids.span_id(TURN, message_id)
         return self.span(TURN, span_id, parent_span_id, start_ns, end_ns, attrs)
 
     def compaction(self, comp: Compaction) -> SpanSpec:
-        attrs, status = compaction_attributes(comp)
+        """A context compaction: trigger, tokens, the transcript's archive; an error when it
+        failed or the transcript was not archived first."""
+        attrs: dict[str, AttributeValue] = {}
+        for name, value in (
+            (A.COMPACTION_PRE_TOKENS, comp.pre_tokens),
+            (A.COMPACTION_POST_TOKENS, comp.post_tokens),
+            (A.COMPACTION_DURATION_MS, comp.duration_ms),
+            (A.COMPACTION_COST_USD, comp.cost_usd),
+        ):
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                attrs[name] = value
+        for name, text in (
+            (A.COMPACTION_TRIGGER, comp.trigger),
+            (A.COMPACTION_RESULT, comp.result),
+            (A.COMPACTION_ERROR, comp.error),
+            (A.COMPACTION_ARCHIVE_ID, comp.archive_id),
+            (A.COMPACTION_ARCHIVE_ERROR, comp.archive_error),
+        ):
+            if text:
+                attrs[name] = text
+        if comp.incomplete:
+            attrs[A.INCOMPLETE] = True
+        status = UNSET
+        if comp.result not in (None, "success") or comp.error:
+            status = SpanStatus("error", comp.error or str(comp.result))
+        elif comp.archive_error:  # compacted, but the transcript was not archived first
+            status = SpanStatus("error", f"archive failed: {comp.archive_error}")
         end = comp.end_ns or comp.start_ns
         return self.span(
             "compaction", comp.span_id, self.root_id, comp.start_ns, end, attrs, status
@@ -168,7 +191,7 @@ class Tree:
         meta = ChatRequestMeta(
             comp.start_ns, comp.end_ns or comp.start_ns, model, http_status=None, retry_count=None
         )
-        span_id = self.span_id("chat", f"compaction:{comp.span_id}")
+        span_id = self.ids.span_id("chat", f"compaction:{comp.span_id}")
         # its messages are not known, only its tokens
         return self.chat(acc, meta, span_id=span_id, parent_span_id=comp.span_id,
                          content=ContentPolicy())
