@@ -332,6 +332,25 @@ def test_a_trace_only_backend_gets_the_trace_and_nothing_is_reported(
         assert not [w for w in QUIET if w in said], said
 
 
+def test_a_slow_backend_within_the_export_timeout_loses_nothing_and_nothing_is_reported(
+    sandbox: Sandbox, scripted: Scripted, policy: str
+) -> None:
+    """It stores every span at once and answers 4 s later, within OTEL_EXPORTER_OTLP_TIMEOUT
+    (6 s): the final flush at exit waits for it, so nothing is lost or said to be."""
+    session = SESSIONS["tools-deny-failure"]
+    timeout = {"OTEL_EXPORTER_OTLP_TIMEOUT": "6"}
+    with OtlpReceiver(answer_after_s=4.0) as backend:
+        scripted(session.scenario)
+        env = {**sandbox.env(**otlp(backend), **timeout), "OTEL_BSP_SCHEDULE_DELAY": "5000"}
+        out = gateway_run(sandbox, session.prompt, "--policy", policy, *session.args, env=env)
+        assert out.results, out.stderr[-2000:]
+        trace = trace_of(backend.spans, out.session_id)  # all of it, root included
+        assert len(trace) == 12, [s["name"] for s in trace]
+        assert not [w for w in (*QUIET, "may have arrived", "lost") if w in out.stderr], (
+            out.stderr
+        )
+
+
 def test_a_callers_unsampled_traceparent_and_the_sdk_sampler_are_honoured(
     sandbox: Sandbox, scripted: Scripted, receiver: OtlpReceiver, policy: str
 ) -> None:
