@@ -243,7 +243,6 @@ class Tree:
         return attrs
 
 
-
 def task_prompt(tool_input: Any) -> str | None:
     """The prompt a Task/Agent call gives its subagent."""
     prompt = tool_input.get("prompt") if isinstance(tool_input, Mapping) else None
