@@ -18,7 +18,6 @@ put under its agent (or the root) with the link missing.
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import itertools
 import json
@@ -744,18 +743,20 @@ def _json(raw: str | None) -> Any:
         return None
 
 
+_DECISION_KEPT = ("kind", "rule_id", "reason", "would_deny", "enforced_by")
+"""What a tool span shows of a decision; never `matched` (the command's text) in the shared
+trace state, content capture or not."""
+
+
 def _decision_json(decision: Decision) -> str:
-    return json.dumps(dataclasses.asdict(decision))
-
-
-_DECISION_FIELDS = dataclasses.fields(Decision)
+    return json.dumps({k: getattr(decision, k) for k in _DECISION_KEPT})
 
 
 def _decision_from(raw: str | None) -> Decision | None:
     data = _json(raw)
     if not isinstance(data, dict):
         return None
-    return Decision(**{f.name: data[f.name] for f in _DECISION_FIELDS if f.name in data})
+    return Decision(**{k: data[k] for k in _DECISION_KEPT if k in data})
 
 
 def _slim(body: Mapping[str, Any]) -> dict[str, Any]:
