@@ -305,7 +305,8 @@ def test_the_same_session_reads_the_same_in_run_and_serve(
 
 
 # --- the SDK's own settings, in both modes -------------------------------------------------------
-QUIET = ("404", "405", "unreachable", "dropped", "Failed to export", "Traceback")
+QUIET = re.compile(r"\b40[45]\b|unreachable|dropped|Failed to export|Traceback")
+"""What a report of trouble with the backend says (a port number such as 40451 is not one)."""
 
 
 def test_a_trace_only_backend_gets_the_trace_and_nothing_is_reported(
@@ -320,7 +321,7 @@ def test_a_trace_only_backend_gets_the_trace_and_nothing_is_reported(
         env = {k: v for k, v in sandbox.env(**endpoint).items() if k != "OTEL_TRACES_EXPORTER"}
         out = gateway_run(sandbox, session.prompt, "--policy", policy, *session.args, env=env)
         assert trace_of(backend.spans, out.session_id)
-        assert not [w for w in QUIET if w in out.stderr], out.stderr
+        assert not QUIET.search(out.stderr), out.stderr
         upstream = scripted(session.scenario)
         env = serve_env(sandbox, backend)
         del env["OTEL_TRACES_EXPORTER"]
@@ -329,7 +330,7 @@ def test_a_trace_only_backend_gets_the_trace_and_nothing_is_reported(
             served = run_served(sandbox, gateway.url, session.prompt, *session.claude_args)
             wait_complete(backend, served.session_id, 1)
         said = log.read_text()
-        assert not [w for w in QUIET if w in said], said
+        assert not QUIET.search(said), said
 
 
 def test_a_slow_backend_within_the_export_timeout_loses_nothing_and_nothing_is_reported(
@@ -346,9 +347,8 @@ def test_a_slow_backend_within_the_export_timeout_loses_nothing_and_nothing_is_r
         assert out.results, out.stderr[-2000:]
         trace = trace_of(backend.spans, out.session_id)  # all of it, root included
         assert len(trace) == 12, [s["name"] for s in trace]
-        assert not [w for w in (*QUIET, "may have arrived", "lost") if w in out.stderr], (
-            out.stderr
-        )
+        assert not QUIET.search(out.stderr), out.stderr
+        assert "may have arrived" not in out.stderr and "lost" not in out.stderr, out.stderr
 
 
 def test_a_callers_unsampled_traceparent_and_the_sdk_sampler_are_honoured(
