@@ -265,7 +265,6 @@ class ServerTracer:
             http_status=ex.status,
             retry_count=ex.retry_count,
             ttft_ns=ttft - ex.started_ns if ttft else None,
-            conversation_id=session,
         )
         compaction = None if ex.agent_id else _json(state.get(session, "compaction"))
         sent = self._sent(ex) if self._content.capture else None
