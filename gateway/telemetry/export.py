@@ -245,6 +245,7 @@ class Guarded:
         self._clock = clock
         self.timeout_s = timeout_s
         self._open_until = 0.0
+        self._timeouts = 0
         self._lock = threading.Lock()
         _hush(inner)
 
@@ -270,15 +271,22 @@ class Guarded:
             _said.listening = False
         self._healthy = getattr(result, "name", "") == "SUCCESS"
         if self._healthy:
+            self._timeouts = 0
             return result
         timed_out = self.timeout_s is not None and (
             self._clock() - started >= self.timeout_s * 0.95
         )
-        self._open_until = self._clock() + self._cooldown_s
-        self._count(count, lost=not timed_out, reason=reason or "the exporter reported failure")
+        # One unanswered batch is a slow backend (its first request, say): the next is tried.
+        # A second in a row, or any other failure, opens the breaker.
+        self._timeouts = self._timeouts + 1 if timed_out else 0
+        opened = self._timeouts != 1
+        if opened:
+            self._open_until = self._clock() + self._cooldown_s
+        reason = reason or "the exporter reported failure"
+        self._count(count, lost=not timed_out, reason=reason, opened=opened)
         return result if result is not None else self._failure
 
-    def _count(self, count: int, *, lost: bool, reason: str) -> None:
+    def _count(self, count: int, *, lost: bool, reason: str, opened: bool = True) -> None:
         with self._lock:
             first = not self.reason and bool(reason)
             if lost:
@@ -288,10 +296,9 @@ class Guarded:
             if first:
                 self.reason = reason
         if first:
-            logger.warning(
-                "%s export to %s failed (%s); skipping exports for %.0f s",
-                self.what, self.label, reason, self._cooldown_s,
-            )
+            then = f"skipping exports for {self._cooldown_s:.0f} s" if opened else (
+                "the next batch is tried")
+            logger.warning("%s export to %s failed (%s); %s", self.what, self.label, reason, then)
 
     def shutdown(self, *args: Any, **kwargs: Any) -> None:
         try:

@@ -153,6 +153,33 @@ def test_breaker_drops_batches_at_once_after_a_failure() -> None:
     assert calls == [2, 2]
 
 
+def test_one_unanswered_batch_leaves_the_breaker_closed_two_open_it() -> None:
+    # A backend slow to answer its first request (MLflow loading its trace ingestion) must
+    # not cost the rest of a short run's trace; one that keeps timing out is skipped.
+    calls: list[int] = []
+    now = [0.0]
+    answers = [SpanExportResult.FAILURE, SpanExportResult.SUCCESS] + [SpanExportResult.FAILURE] * 2
+
+    class Slow(SpanExporter):
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            calls.append(len(spans))
+            answer = answers.pop(0)
+            if answer is SpanExportResult.FAILURE:
+                now[0] += 10.0  # no answer within the timeout
+            return answer
+
+        def shutdown(self) -> None:
+            return None
+
+    guard = Guarded(Slow(), label="x", cooldown_s=30, clock=lambda: now[0], timeout_s=10.0)
+    batch = [ReadableSpan("a"), ReadableSpan("b")]
+    for _ in range(5):
+        guard.export(batch)
+    # timed out, tried again and sent, timed out, timed out: then skipped
+    assert calls == [2, 2, 2, 2]
+    assert (guard.unconfirmed, guard.dropped) == (6, 2)
+
+
 class Backend:
     """An OTLP/HTTP endpoint that stores what it gets, then answers `status` after `delay_s`
     (a trace-only backend's 404 for logs, or a slow one)."""
