@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.telemetry.pricing import PriceTable, Usage
+from gateway.telemetry.pricing import Usage
 
 
 @dataclass(slots=True)
@@ -58,18 +58,6 @@ def unaccounted_usage(
     if any(value < 0 for counts in left.values() for value in counts.values()):
         return None
     return {model: Usage(**counts) for model, counts in left.items() if any(counts.values())}
-
-
-def unaccounted_cost(
-    since_last: Mapping[str, Any], chats: Iterable[tuple[str, Usage]], prices: PriceTable
-) -> float | None:
-    """USD of `unaccounted_usage`, priced from the table; None when it is unknown or a model
-    has no price."""
-    left = unaccounted_usage(since_last, chats)
-    if left is None:
-        return None
-    costs = [prices.cost(model, usage) for model, usage in left.items()]
-    return None if None in costs else sum(c for c in costs if c is not None)
 
 
 def _int(value: Any) -> int:
