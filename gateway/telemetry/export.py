@@ -366,9 +366,10 @@ class Pipeline:
 
     @property
     def flush_timeout_s(self) -> float:
-        """How long a final flush may wait: the exporters' own timeout (the SDK's variables),
-        at least DEFAULT_FLUSH_TIMEOUT_S. A refused connection costs nothing (the probe)."""
-        waits = [g.timeout_s + 0.5 for g in self._guards if g.timeout_s is not None]
+        """How long a final flush may wait: twice the exporters' own timeout (the SDK's
+        variables): a batch in flight, then the rest; at least DEFAULT_FLUSH_TIMEOUT_S. Only a
+        slow backend makes it wait: a refused connection costs nothing (the probe)."""
+        waits = [2 * g.timeout_s + 0.5 for g in self._guards if g.timeout_s is not None]
         return max([DEFAULT_FLUSH_TIMEOUT_S, *waits])
 
     def flush(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> bool:

@@ -349,6 +349,17 @@ def test_a_slow_backend_within_the_export_timeout_loses_nothing_and_nothing_is_r
         assert len(trace) == 12, [s["name"] for s in trace]
         assert not QUIET.search(out.stderr), out.stderr
         assert "may have arrived" not in out.stderr and "lost" not in out.stderr, out.stderr
+        # behind serve, its spans as they come and what is left at its exit
+        upstream = scripted(session.scenario)
+        env = serve_env(sandbox, backend, **timeout)
+        log = sandbox.home / "serve.log"
+        with ServeProcess([policy], upstream.url, env, log=log) as gateway:
+            served = run_served(sandbox, gateway.url, session.prompt, *session.claude_args)
+            assert served.results
+        assert len(trace_of(backend.spans, served.session_id)) == len(trace)
+        said = log.read_text()
+        assert not QUIET.search(said), said
+        assert "may have arrived" not in said and "lost" not in said, said
 
 
 def test_a_callers_unsampled_traceparent_and_the_sdk_sampler_are_honoured(
