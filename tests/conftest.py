@@ -42,6 +42,18 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
         yield server.url
 
 
+@pytest.fixture
+def otel(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No ambient OTEL_* variables: the SDK's exporters read the process environment, so a test
+    sets what it means with `otel.setenv`."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("OTEL_"):
+            monkeypatch.delenv(name)
+    return monkeypatch
+
+
 @pytest.fixture(autouse=True)
 def _no_ambient_audit_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """A developer's own key file, log exporter or policy must not leak into the tests."""

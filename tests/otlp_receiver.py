@@ -194,10 +194,13 @@ def make_app(
     lock: threading.Lock | None = None,
     log_requests: list[bytes] | None = None,
     points: Points | None = None,
+    signals: tuple[str, ...] = ("traces", "metrics", "logs"),
+    answer_after_s: float = 0.0,
 ) -> web.Application:
     """An aiohttp app that appends decoded spans to `collected` and log export requests (as
     received, decoded only when read: decoding costs a benchmark's machine CPU) to
-    `log_requests`, under `lock` when given."""
+    `log_requests`, under `lock` when given. `answer_after_s`: a slow backend, which stores
+    the spans at once and answers only after that long."""
     guard = lock or threading.Lock()
 
     async def log_export(request: web.Request) -> web.Response:
@@ -222,6 +225,7 @@ def make_app(
             return web.Response(status=400, text=str(error))
         with guard:
             collected.extend(spans)
+        await asyncio.sleep(answer_after_s)
         return web.Response(
             body=ExportTraceServiceResponse().SerializeToString(),
             content_type="application/x-protobuf",
@@ -242,17 +246,22 @@ def make_app(
         )
 
     app = web.Application()
-    app.router.add_post("/v1/traces", traces)
-    app.router.add_post("/v1/metrics", metrics)
-    app.router.add_post("/v1/logs", log_export)
+    handlers = {"traces": traces, "metrics": metrics, "logs": log_export}
+    for name in signals:  # a trace-only backend (Jaeger, Phoenix) answers the others 404
+        app.router.add_post(f"/v1/{name}", handlers[name])
     return app
 
 
 class OtlpReceiver:
     """Serves `make_app` on 127.0.0.1 (port 0 = any free one) in a background thread."""
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(
+        self, port: int = 0, signals: tuple[str, ...] = ("traces", "metrics", "logs"),
+        answer_after_s: float = 0.0,
+    ):
         self._port = port
+        self._signals = signals
+        self._answer_after_s = answer_after_s
         self._spans: Spans = []
         self._log_requests: list[bytes] = []
         self._logs: Logs = []
@@ -378,8 +387,12 @@ class OtlpReceiver:
             loop.close()
 
     async def _startup(self) -> None:
-        app = make_app(self._spans, self._lock, self._log_requests, self._points)
-        self._runner = web.AppRunner(app, access_log=None)
+        app = make_app(self._spans, self._lock, self._log_requests, self._points, self._signals,
+                       self._answer_after_s)
+        # A bounded stop: a gateway may still be exporting (its final flush) as a test ends.
+        self._runner = web.AppRunner(
+            app, access_log=None, shutdown_timeout=1.0 + self._answer_after_s
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self._port)
         await site.start()

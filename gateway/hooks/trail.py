@@ -82,6 +82,5 @@ def audit_export_from_env(
 ) -> AuditExport | None:
     """The export the OTEL_* variables configure, or None when they configure none.
     `hook`: one record then exit (synchronous export; only when OTEL_LOGS_EXPORTER asks)."""
-    sink = open_log_sink(log_settings(otel_env(), endpoint_implies_otlp=not hook),
-                         synchronous=hook)
+    sink = open_log_sink(log_settings(otel_env()), synchronous=hook)
     return AuditExport(sink, spans) if sink is not None else None

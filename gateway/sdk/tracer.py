@@ -3,6 +3,7 @@ finished spans out to the configured sink; at the end, the subagent transcripts'
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -10,7 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from gateway.env import gateway_home, trace_context, trace_env
-from gateway.telemetry import ContentPolicy, SpanRef, SpanSpec, TraceBuilder, traceparent_for
+from gateway.telemetry import (
+    ContentPolicy,
+    SpanRef,
+    SpanSpec,
+    TraceBuilder,
+    parse_traceparent,
+    traceparent_for,
+)
 from gateway.telemetry.export import SpanSink, export_settings, install_exit_flush, open_span_sink
 from gateway.telemetry.model import AttributeValue
 from gateway.telemetry.subagents import (
@@ -37,6 +45,9 @@ class RunTracer:
             content=ContentPolicy(capture=settings.capture_content),
             prompt=prompt,
         )
+        # The sampler's decision (a caller's sampled=0 honoured) goes on to Claude Code too.
+        parent = parse_traceparent(traceparent, tracestate)
+        self._sampled = self._sink.decide(self._builder.root.trace_id, parent)
         self._transcript_path = ""
         self._closed = False
         self.observers: list[Callable[[Sequence[SpanSpec]], None]] = []
@@ -61,7 +72,7 @@ class RunTracer:
 
     def child_env(self) -> dict[str, str]:
         """TRACEPARENT/TRACESTATE for Claude Code, so its native spans join this trace."""
-        return traceparent_for(self._builder.root)
+        return traceparent_for(dataclasses.replace(self._builder.root, sampled=self._sampled))
 
     def annotate_root(self, attrs: dict[str, AttributeValue]) -> None:
         self._builder.annotate_root(attrs)

@@ -1,12 +1,8 @@
-"""Server-mode tracing: hook events and proxied exchanges -> the same tree as `run`.
-
-    invoke_agent claude-code        root: at SessionEnd, or closed by the idle timeout
-      turn                          one proxied response + the tools it asked for
-        chat {model}                the proxy's SSE tap
-        execute_tool {tool}         PreToolUse (start, decision) -> PostToolUse (end)
-          invoke_agent {type}       a subagent: SubagentStart -> SubagentStop
-            turn ...                its responses (x-claude-code-agent-id), its tools
-      compaction                    PreCompact (archive) -> PostCompact; its model call inside
+"""Server-mode tracing: hook events and proxied exchanges -> the facts of the session's trace,
+handed to the one tree builder (gateway/telemetry/tree.py) that `run` uses too. The root
+closes at SessionEnd or by the idle timeout; chats come from the proxy's SSE tap, tools from
+PreToolUse (start, decision) to PostToolUse (end), subagents from SubagentStart to SubagentStop
+(their responses carry x-claude-code-agent-id), compactions from PreCompact to PostCompact.
 
 Ids come from the session, message, tool_use and agent ids, so every replica names every
 span the same way. What links them is kept in a `TraceState` (trace_state.py): which
@@ -30,7 +26,6 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,32 +34,18 @@ from gateway.server.proxy import CAPTURED_REQUEST_MAX, ProxiedExchange
 from gateway.server.trace_state import MemoryTraceState, TraceState
 from gateway.telemetry import attributes as A
 from gateway.telemetry import messages as M
-from gateway.telemetry.chat import ChatInput, ChatRequestMeta, chat_span
-from gateway.telemetry.compaction import Compaction, compaction_spec
+from gateway.telemetry.chat import ChatInput, ChatRequestMeta
+from gateway.telemetry.compaction import Compaction
 from gateway.telemetry.content import ContentPolicy
-from gateway.telemetry.ids import ROOT_SPAN, TOOL_SPAN_KIND, DeterministicIds, session_root
+from gateway.telemetry.ids import TOOL_SPAN_KIND, DeterministicIds, session_root
 from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec, SpanStatus
 from gateway.telemetry.pricing import PriceTable
-from gateway.telemetry.spans import (
-    TURN,
-    agent_attributes,
-    agent_span_name,
-    root_attributes,
-    root_content,
-    turn_attributes,
-)
-from gateway.telemetry.tools import (
-    DECISION_UNKNOWN,
-    ToolCallState,
-    tool_attributes,
-    tool_events,
-    tool_status,
-)
+from gateway.telemetry.tools import DECISION_UNKNOWN, ToolCallState
+from gateway.telemetry.tree import INCOMPLETE_ERROR, TURN, Tree
 from gateway.types import Decision
 
 log = logging.getLogger("gateway.server.tracing")
 
-AGENT_NAME = "claude-code"
 TRANSCRIPT_HEAD_BYTES = 256 * 1024
 DEFAULT_IDLE_TIMEOUT_S = 1800.0
 LINK_RETRIES_S = (0.05, 0.1, 0.2, 0.4, 0.8, 1.5)
@@ -72,15 +53,16 @@ LINK_RETRIES_S = (0.05, 0.1, 0.2, 0.4, 0.8, 1.5)
 MAX_PARSED_BODY = CAPTURED_REQUEST_MAX
 """Request bodies parsed for content capture at most (larger: no input messages)."""
 SUBAGENT_TOOLS = ("Agent", "Task")
-UNSET = SpanStatus()
+_HELD = object()
+STOP_FAILURE = "stop_failure"
+"""error.type of a root whose last prompt ended with StopFailure (an API error)."""
 
 
 class SpanExport(Protocol):
     def export(self, specs: Sequence[SpanSpec]) -> None: ...
 
 
-def root_ref(session_id: str) -> SpanRef:
-    return session_root(session_id)
+root_ref = session_root
 
 
 def _ref(session: str, kind: str, key: str) -> SpanRef:
@@ -90,13 +72,6 @@ def _ref(session: str, kind: str, key: str) -> SpanRef:
 
 def _agent_ref(session: str, agent_id: str) -> SpanRef:
     return _ref(session, "agent", agent_id)
-
-
-@dataclass(order=True)
-class _Later:
-    due: float
-    seq: int
-    run: Callable[[], None] = field(compare=False)
 
 
 class ServerTracer:
@@ -119,7 +94,8 @@ class ServerTracer:
         self._state = state or MemoryTraceState()
         self.idle_timeout_s = idle_timeout_s
         self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue()
-        self._later: list[_Later] = []
+        self._later: list[tuple[float, int, Callable[[], None]]] = []
+        """Retries: (due, order, job), a heap."""
         self._seq = itertools.count()
         self._busy = 0
         self._idle = threading.Condition()
@@ -148,7 +124,7 @@ class ServerTracer:
     def _work(self) -> None:
         next_sweep = time.monotonic() + self._sweep_every()
         while True:
-            wait = max(0.0, min([next_sweep, *(x.due for x in self._later[:1])]) - time.monotonic())
+            wait = max(0.0, min([next_sweep, *(x[0] for x in self._later[:1])]) - time.monotonic())
             try:
                 job = self._queue.get(timeout=wait)
             except queue.Empty:
@@ -161,8 +137,8 @@ class ServerTracer:
             if job is not None:
                 self._run(job)
             now = time.monotonic()
-            while self._later and self._later[0].due <= now:
-                self._run(heapq.heappop(self._later).run)
+            while self._later and self._later[0][0] <= now:
+                self._run(heapq.heappop(self._later)[2])
             if now >= next_sweep:
                 self._sweep()
                 next_sweep = now + self._sweep_every()
@@ -182,7 +158,7 @@ class ServerTracer:
     def _retry(self, delay_s: float, fn: Callable[[], None]) -> None:
         with self._idle:
             self._busy += 1
-        heapq.heappush(self._later, _Later(time.monotonic() + delay_s, next(self._seq), fn))
+        heapq.heappush(self._later, (time.monotonic() + delay_s, next(self._seq), fn))
 
     def _sweep_every(self) -> float:
         return min(30.0, max(0.2, self.idle_timeout_s / 4))
@@ -214,8 +190,7 @@ class ServerTracer:
     def on_pre_tool_use(self, body: Mapping[str, Any], decision: Decision) -> None:
         self._submit(self._pre_tool_use, dict(body), decision)
 
-    def on_tool_denied(self, body: Mapping[str, Any], decision: Decision) -> None:
-        self.on_pre_tool_use(body, decision)
+    on_tool_denied = on_pre_tool_use  # a deny answered before the decision workers
 
     def on_tool_end(self, body: Mapping[str, Any], decision: Decision | None, failed: bool) -> None:
         self._submit(self._tool_end, dict(body), decision, failed)
@@ -270,27 +245,10 @@ class ServerTracer:
     def _export(self, spec: SpanSpec) -> None:
         self._sink.export([spec])
 
-    def _spec(
-        self,
-        session: str,
-        name: str,
-        span_id: int,
-        parent_span_id: int | None,
-        start_ns: int,
-        end_ns: int,
-        attrs: Mapping[str, AttributeValue],
-        status: SpanStatus = UNSET,
-    ) -> SpanSpec:
-        return SpanSpec(
-            name=name,
-            trace_id=root_ref(session).trace_id,
-            span_id=span_id,
-            parent_span_id=parent_span_id,
-            start_ns=start_ns,
-            end_ns=max(start_ns, end_ns),
-            attributes={A.GEN_AI_CONVERSATION_ID: session, **attrs},
-            status=status,
-        )
+    def _tree(self, session: str) -> Tree:
+        """The session's trace: its ids are hashed from the session, the same on every replica."""
+        return Tree(DeterministicIds(session), prices=self._prices, content=self._content,
+                    session_id=session)
 
     # --- responses ------------------------------------------------------------------------
     def _exchange(self, ex: ProxiedExchange, at_ns: int) -> None:
@@ -307,23 +265,16 @@ class ServerTracer:
             http_status=ex.status,
             retry_count=ex.retry_count,
             ttft_ns=ttft - ex.started_ns if ttft else None,
-            conversation_id=session,
         )
         compaction = None if ex.agent_id else _json(state.get(session, "compaction"))
+        sent = self._sent(ex) if self._content.capture else None
+        if sent is not None:
+            self._results_arrived(session, sent.messages)
         parent = self._context_ref(session, ex.agent_id)
         if compaction is not None:
             parent = _ref(session, "compaction", str(compaction["n"]))
         elif message_id and acc.saw_start:
             parent = _ref(session, TURN, message_id)
-        spec = chat_span(
-            acc,
-            meta,
-            parent=parent,
-            span_id=_ref(session, "chat", message_id or f"request:{ex.started_ns}").span_id,
-            prices=self._prices,
-            content=self._content,
-            sent=self._sent(ex) if self._content.capture else None,
-        )
         extra: dict[str, AttributeValue] = {}
         if ex.agent_id:
             extra[A.AGENT_ID] = ex.agent_id
@@ -332,16 +283,20 @@ class ServerTracer:
                 extra[A.PARENT_TOOL_USE_ID] = tool_use_id
         if ex.error:
             extra[A.CHAT_ERROR_MESSAGE] = ex.error
-        if extra:
-            spec = replace(spec, attributes={**spec.attributes, **extra})
+        chat_id = _ref(session, "chat", message_id or f"request:{ex.started_ns}").span_id
+        spec, cost = self._tree(session).chat(
+            acc, meta, span_id=chat_id, parent_span_id=parent.span_id, sent=sent, extra=extra
+        )
         self._export(spec)
-        cost = spec.attributes.get(A.GEN_AI_USAGE_COST)
-        if isinstance(cost, float | int):
-            state.add(session, "cost", float(cost))
+        if cost is not None:
+            state.add(session, "cost", cost)
         elif acc.saw_start:
             state.add(session, "unpriced", 1)
         if compaction is not None or not message_id or not acc.saw_start:
             return
+        if ex.agent_id and self._content.capture:  # its last answer, for its invoke_agent span
+            answer = {"text": "\n".join(acc.texts), "stop": acc.stop_reason}
+            state.set(session, {f"agent-answer:{ex.agent_id}": json.dumps(answer)})
         if not ex.agent_id:
             fields = {"stop": acc.stop_reason or ""}
             if ex.request_model and not state.get(session, "model"):
@@ -355,7 +310,7 @@ class ServerTracer:
             "tools": tool_ids,
             "index": index,
             "agent": ex.agent_id,
-            "cost": cost if isinstance(cost, float | int) else None,
+            "cost": cost,
         }
         state.set(
             session,
@@ -386,6 +341,37 @@ class ServerTracer:
             tools=M.tool_definitions(request.get("tools")),
         )
 
+    def _results_arrived(self, session: str, messages: Sequence[M.Message]) -> None:
+        """The tool results a request sends back (after the last response: a compaction's
+        request adds its instructions after them), as the model sees them: each one's tool
+        span, held since its PostToolUse, ends with it."""
+        since: list[M.Message] = []
+        for message in reversed(messages):
+            if message.get("role") == "assistant":
+                break
+            since.append(message)
+        for part in (p for m in since for p in m.get("parts") or []):
+            if part.get("type") != "tool_call_response" or not part.get("id"):
+                continue
+            tool_use_id = str(part["id"])
+            self._state.set(session, {f"tool-result:{tool_use_id}": json.dumps(part["response"])})
+            key = f"tool-held:{tool_use_id}"
+            self._end_held(session, key, self._state.get(session, key))
+
+    def _release_held(self, session: str, at_ns: int) -> None:
+        """At the end of a session: tools still waiting for a result no request sent back."""
+        for key, raw in self._state.get_all(session).items():
+            if key.startswith("tool-held:"):
+                self._end_held(session, key, raw, last=True)
+
+    def _end_held(self, session: str, key: str, raw: str | None, *, last: bool = False) -> None:
+        """A tool span held for its result ends, once (another replica may get there first)."""
+        held = _json(raw)
+        if held is not None and self._state.remove(session, key):
+            self._end_tool(session, held["body"], _decision_from(held["decision"]),
+                           failed=bool(held["failed"]), end_ns=int(held["end"]), attempt=0,
+                           last=last)
+
     def _maybe_end_turn(self, session: str, message_id: str) -> None:
         """Emit the turn once its response and every tool it asked for have ended."""
         state = self._state
@@ -406,28 +392,17 @@ class ServerTracer:
         agent_id = str(turn.get("agent") or "")
         agent_type = self._state.get(session, f"agent-type:{agent_id}") if agent_id else None
         tool_use_id = self._state.get(session, f"agent-tool:{agent_id}") if agent_id else None
-        attrs = turn_attributes(
-            int(turn["index"]),
-            len(turn["tools"]),
-            agent_type or AGENT_NAME,
-            turn.get("cost"),
-            tool_use_id or "",
-        )
-        if agent_id:
-            attrs[A.AGENT_ID] = agent_id
+        extra: dict[str, AttributeValue] = {A.AGENT_ID: agent_id} if agent_id else {}
         if incomplete:
-            attrs[A.INCOMPLETE] = True
-        self._export(
-            self._spec(
-                session,
-                TURN,
-                _ref(session, TURN, message_id).span_id,
-                self._context_ref(session, agent_id).span_id,
-                int(turn["start"]),
-                max([int(turn["chat_end"]), *ends]),
-                attrs,
-            )
-        )
+            extra[A.INCOMPLETE] = True
+        tree = self._tree(session)
+        self._export(tree.turn(
+            message_id=message_id, parent_span_id=self._context_ref(session, agent_id).span_id,
+            start_ns=int(turn["start"]), end_ns=max([int(turn["chat_end"]), *ends]),
+            index=int(turn["index"]), tool_calls=len(turn["tools"]),
+            agent_name=agent_type or tree.agent_name, cost=turn.get("cost"),
+            parent_tool_use_id=tool_use_id or "", extra=extra,
+        ))
 
     # --- tools ----------------------------------------------------------------------------
     def _pre_tool_use(self, body: dict[str, Any], decision: Decision, at_ns: int) -> None:
@@ -479,10 +454,14 @@ class ServerTracer:
         body: Mapping[str, Any],
         decision: Decision | None,
         *,
-        failed: bool,
+        failed: bool | None,
         end_ns: int,
         attempt: int,
+        last: bool = False,
+        incomplete: bool = False,
     ) -> None:
+        """A tool's span, once its response's link is known; `failed` None and `incomplete`:
+        it never ended (the session did first)."""
         state = self._state
         tool_use_id = str(body.get("tool_use_id") or "")
         message_id = state.get(session, f"tool-turn:{tool_use_id}")
@@ -496,6 +475,9 @@ class ServerTracer:
             return
         stored = _json(state.get(session, f"tool:{tool_use_id}")) or {}
         decision = decision or _decision_from(state.get(session, f"tool-decision:{tool_use_id}"))
+        result = self._result_of(session, body, decision, failed, end_ns, last)
+        if result is _HELD:
+            return
         start = state.get(session, f"tool-start:{tool_use_id}")
         duration = body.get("duration_ms")
         if start is None and isinstance(duration, int | float) and not isinstance(duration, bool):
@@ -510,15 +492,13 @@ class ServerTracer:
             decision=decision,
             is_error=True if decision is not None and decision.kind == "deny" else failed,
             input=body.get("tool_input", stored.get("input")),
-            result=body.get("tool_response"),
+            result=result,
             agent_id=agent_id,
             decided_ns=int(start) if start else None,
+            incomplete=incomplete,
         )
-        turn = _json(state.get(session, f"turn:{message_id}")) if message_id else None
-        split = None
-        if turn is not None and turn.get("cost") is not None and turn["tools"]:
-            split = float(turn["cost"]) / len(turn["tools"])
-        attrs = tool_attributes(tool, split_cost=split, content=self._content)
+        turn = (_json(state.get(session, f"turn:{message_id}")) if message_id else None) or {}
+        attrs: dict[str, AttributeValue] = {}
         if decision is None:  # PreToolUse was answered elsewhere, or not at all
             attrs[A.POLICY_DECISION] = DECISION_UNKNOWN
         if agent_id:
@@ -529,20 +509,37 @@ class ServerTracer:
             parent = _ref(session, TURN, message_id)
         else:
             parent = self._context_ref(session, agent_id)
-        spec = self._spec(
-            session,
-            f"execute_tool {tool.name}" if tool.name else "execute_tool",
-            tool.span_id,
-            parent.span_id,
-            tool.start_ns,
-            end_ns,
-            attrs,
-            tool_status(tool),
-        )
-        self._export(replace(spec, events=tool_events(tool)))
+        tree = self._tree(session)
+        self._export(tree.tool(
+            tool, parent_span_id=parent.span_id, turn_cost=turn.get("cost"),
+            turn_tools=len(turn.get("tools") or ()), extra=attrs,
+        ))
         state.set(session, {f"tool-end:{tool_use_id}": str(end_ns)})
         if message_id is not None:
             self._maybe_end_turn(session, message_id)
+
+    def _result_of(
+        self, session: str, body: Mapping[str, Any], decision: Decision | None, failed: bool | None,
+        end_ns: int, last: bool,
+    ) -> Any:
+        """A tool's result as the model saw it: the text the next request sends back (the
+        shape `run` sees), not PostToolUse's tool_response. Until that request comes the span
+        is held (_HELD); content capture only, and only for a call that succeeded. A session
+        that ends first (max turns) never sends it: then PostToolUse's tool_response, as
+        text where it can be."""
+        if not self._content.capture or failed or (decision and decision.kind == "deny"):
+            return None
+        tool_use_id = str(body.get("tool_use_id") or "")
+        key = f"tool-result:{tool_use_id}"
+        raw = self._state.get(session, key)
+        if raw is None and not last:
+            held = {"body": _slim(body), "decision": _decision_json(decision) if decision else "",
+                    "failed": failed, "end": end_ns}
+            self._state.set(session, {f"tool-held:{tool_use_id}": json.dumps(held)})
+            raw = self._state.get(session, key)  # it may have come meanwhile
+            if raw is None or not self._state.remove(session, f"tool-held:{tool_use_id}"):
+                return _HELD
+        return _json(raw) if raw is not None else M.response_text(body.get("tool_response"))
 
     # --- subagents ------------------------------------------------------------------------
     def _subagent_start(self, body: dict[str, Any], at_ns: int) -> None:
@@ -579,18 +576,15 @@ class ServerTracer:
             return
         start = int(state.get(session, f"agent-start:{agent_id}") or at_ns)
         end = int(state.get(session, f"agent-end:{agent_id}") or at_ns)
-        agent_type = state.get(session, f"agent-type:{agent_id}") or ""
-        self._export(
-            self._spec(
-                session,
-                agent_span_name(agent_type),
-                _agent_ref(session, agent_id).span_id,
-                _ref(session, TOOL_SPAN_KIND, tool_use_id).span_id,
-                start,
-                end,
-                agent_attributes(agent_type, agent_id, tool_use_id),
-            )
-        )
+        stored = _json(state.get(session, f"tool:{tool_use_id}")) or {}
+        answer = _json(state.get(session, f"agent-answer:{agent_id}")) or {}
+        self._export(self._tree(session).agent(
+            span_id=_agent_ref(session, agent_id).span_id,
+            tool_span_id=_ref(session, TOOL_SPAN_KIND, tool_use_id).span_id, start_ns=start,
+            end_ns=end, agent_type=state.get(session, f"agent-type:{agent_id}") or "",
+            agent_id=agent_id, tool_use_id=tool_use_id, tool_input=stored.get("input"),
+            answer=answer.get("text") or None, stop_reason=answer.get("stop"),
+        ))
 
     # --- compaction -----------------------------------------------------------------------
     def _pre_compact(
@@ -623,13 +617,7 @@ class ServerTracer:
             archive_error=record.get("archive_error") or None,
             incomplete=result is None,
         )
-        spec = compaction_spec(comp, {})
-        self._export(
-            self._spec(
-                session, spec.name, comp.span_id, root_ref(session).span_id, comp.start_ns,
-                at_ns, spec.attributes, spec.status,
-            )
-        )
+        self._export(self._tree(session).compaction(comp))
 
     # --- the prompt loop and the root -----------------------------------------------------
     def _prompt(self, body: dict[str, Any], at_ns: int) -> None:
@@ -637,7 +625,9 @@ class ServerTracer:
         if not session:
             return
         fields = {"prompt-open": "1"}
-        if self._content.capture and isinstance(body.get("prompt"), str):
+        # The root's prompt is the user's first; later ones (a task notification) are not.
+        first = not self._state.get(session, "prompt")
+        if self._content.capture and first and isinstance(body.get("prompt"), str):
             fields["prompt"] = body["prompt"]
         self._state.set(session, fields)
 
@@ -683,9 +673,10 @@ class ServerTracer:
         state.forget_activity(session)
         if not state.remove(session, "root-open"):
             return  # closed already (by another replica, or by the idle timeout)
+        self._release_held(session, at_ns)
         data = state.get_all(session)
         self._close_leftovers(session, data, at_ns)
-        attrs = root_attributes(AGENT_NAME, data.get("model", ""))
+        attrs: dict[str, AttributeValue] = {}
         if reason:
             attrs[A.SESSION_END_REASON] = reason
         stop = data.get("stop")
@@ -693,22 +684,18 @@ class ServerTracer:
             attrs[A.GEN_AI_RESPONSE_FINISH_REASONS] = (stop,)
         attrs[A.COST_CHAT_SUM_USD] = float(data.get("cost") or 0.0)
         attrs[A.COST_UNPRICED_CHATS] = int(float(data.get("unpriced") or 0))
-        if self._content.capture:
-            attrs.update(root_content(
-                self._content, prompt=data.get("prompt") or None,
-                answer=data.get("answer") or None,
-                stop_reason=stop,
-            ))
         interrupted = "prompt-open" in data
         status = SpanStatus("ok")
         if data.get("failure"):
             status = SpanStatus("error", data["failure"])
+            attrs[A.ERROR_TYPE] = STOP_FAILURE
         elif interrupted:
             status = SpanStatus(
                 "error",
                 "the agent loop ended before finishing its turn (no Stop hook): max turns, "
                 "budget, or the process was stopped",
             )
+            attrs[A.ERROR_TYPE] = INCOMPLETE_ERROR
         attrs[A.RESULT_IS_ERROR] = status.code == "error"
         if idle:
             attrs[A.SESSION_IDLE_CLOSED] = True
@@ -717,13 +704,11 @@ class ServerTracer:
                 status = SpanStatus()  # nothing failed that we know of; it just went quiet
         state.remove(session, "prompt-open")
         state.remove(session, "failure")
-        start = int(data.get("start") or at_ns)
-        self._export(
-            self._spec(
-                session, f"{A.OP_INVOKE_AGENT} {AGENT_NAME}",
-                DeterministicIds(session).span_id(*ROOT_SPAN), None, start, at_ns, attrs, status,
-            )
-        )
+        self._export(self._tree(session).root(
+            start_ns=int(data.get("start") or at_ns), end_ns=at_ns, model=data.get("model", ""),
+            prompt=data.get("prompt") or None, answer=data.get("answer") or None,
+            stop_reason=stop, status=status, attrs=attrs,
+        ))
 
     def _close_leftovers(self, session: str, data: Mapping[str, str], at_ns: int) -> None:
         """At the end of a session: tools that never ended, their turns, an open compaction,
@@ -741,32 +726,11 @@ class ServerTracer:
             for tool_use_id in turn["tools"]:
                 end = data.get(f"tool-end:{tool_use_id}")
                 if end is None and f"tool-start:{tool_use_id}" in data:
-                    self._leftover_tool(session, data, tool_use_id, message_id, at_ns)
+                    self._end_tool(session, {"tool_use_id": tool_use_id}, None, failed=None,
+                                   end_ns=at_ns, attempt=len(LINK_RETRIES_S), last=True,
+                                   incomplete=True)
                 ends.append(int(end) if end else at_ns)
             self._emit_turn(session, message_id, turn, ends, incomplete=True)
-
-    def _leftover_tool(
-        self, session: str, data: Mapping[str, str], tool_use_id: str, message_id: str, at_ns: int
-    ) -> None:
-        stored = _json(data.get(f"tool:{tool_use_id}")) or {}
-        tool = ToolCallState(
-            tool_use_id=tool_use_id,
-            name=str(stored.get("name") or ""),
-            span_id=_ref(session, TOOL_SPAN_KIND, tool_use_id).span_id,
-            start_ns=int(data.get(f"tool-start:{tool_use_id}") or at_ns),
-            end_ns=at_ns,
-            decision=_decision_from(data.get(f"tool-decision:{tool_use_id}")),
-            incomplete=True,
-            agent_id=str(stored.get("agent") or ""),
-        )
-        attrs = tool_attributes(tool, split_cost=None, content=self._content)
-        self._export(
-            self._spec(
-                session, f"execute_tool {tool.name}" if tool.name else "execute_tool",
-                tool.span_id, _ref(session, TURN, message_id).span_id, tool.start_ns, at_ns,
-                attrs, tool_status(tool),
-            )
-        )
 
 
 def _json(raw: str | None) -> Any:
@@ -778,24 +742,20 @@ def _json(raw: str | None) -> Any:
         return None
 
 
+_DECISION_KEPT = ("kind", "rule_id", "reason", "would_deny", "enforced_by")
+"""What a tool span shows of a decision; never `matched` (the command's text) in the shared
+trace state, content capture or not."""
+
+
 def _decision_json(decision: Decision) -> str:
-    return json.dumps(
-        {"kind": decision.kind, "rule_id": decision.rule_id, "reason": decision.reason,
-         "would_deny": decision.would_deny, "enforced_by": decision.enforced_by}
-    )
+    return json.dumps({k: getattr(decision, k) for k in _DECISION_KEPT})
 
 
 def _decision_from(raw: str | None) -> Decision | None:
     data = _json(raw)
     if not isinstance(data, dict):
         return None
-    return Decision(
-        data.get("kind") or "abstain",
-        rule_id=str(data.get("rule_id") or ""),
-        reason=str(data.get("reason") or ""),
-        would_deny=bool(data.get("would_deny")),
-        enforced_by="sandbox" if data.get("enforced_by") == "sandbox" else "hook",
-    )
+    return Decision(**{k: data[k] for k in _DECISION_KEPT if k in data})
 
 
 def _slim(body: Mapping[str, Any]) -> dict[str, Any]:

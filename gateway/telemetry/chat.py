@@ -1,7 +1,7 @@
 """One API response as a chat span: shared by the stream_event path and the proxy's SSE tap.
 
 `ChatAccumulator` folds Messages API stream events (message_start .. message_stop) into one
-response; `chat_attributes` turns it into span attributes. Both are pure.
+response; `chat_span` turns it into a span. Both are pure.
 """
 
 from __future__ import annotations
@@ -294,54 +294,6 @@ class ChatInput:
     tools: Sequence[Mapping[str, Any]] = ()
 
 
-def chat_attributes(
-    acc: ChatAccumulator,
-    *,
-    request_model: str,
-    prices: PriceTable,
-    content: ContentPolicy,
-    conversation_id: str = "",
-    sent: ChatInput | None = None,
-) -> tuple[dict[str, AttributeValue], float | None]:
-    """The chat span's attributes and its cost (None when unknown)."""
-    usage = acc.usage
-    attrs: dict[str, AttributeValue] = {
-        A.GEN_AI_OPERATION_NAME: A.OP_CHAT,
-        A.GEN_AI_PROVIDER_NAME: A.PROVIDER_ANTHROPIC,
-        A.GEN_AI_REQUEST_MODEL: request_model or acc.model,
-        A.GEN_AI_USAGE_INPUT_TOKENS: usage.total_input_tokens,
-        A.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: usage.cache_read_input_tokens,
-        A.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: usage.cache_creation_input_tokens,
-        A.CHAT_USAGE_SOURCE: acc.usage_source,
-    }
-    if conversation_id:
-        attrs[A.GEN_AI_CONVERSATION_ID] = conversation_id
-    if acc.model:
-        attrs[A.GEN_AI_RESPONSE_MODEL] = acc.model
-    if acc.message_id:
-        attrs[A.GEN_AI_RESPONSE_ID] = acc.message_id
-    if usage.cache_creation_1h_input_tokens is not None:
-        attrs[A.CHAT_CACHE_CREATION_1H_INPUT_TOKENS] = usage.cache_creation_1h_input_tokens
-    if usage.cache_creation_5m_input_tokens is not None:
-        attrs[A.CHAT_CACHE_CREATION_5M_INPUT_TOKENS] = usage.cache_creation_5m_input_tokens
-    cost: float | None = None
-    if acc.exact:
-        attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
-        if acc.stop_reason:
-            attrs[A.GEN_AI_RESPONSE_FINISH_REASONS] = (acc.stop_reason,)
-        model = acc.model or request_model
-        cost = prices.cost(model, usage)
-        if cost is None:
-            attrs[A.COST_UNPRICED_MODEL] = model
-        else:
-            attrs[A.GEN_AI_USAGE_COST] = cost
-    if acc.error_type:
-        attrs[A.ERROR_TYPE] = acc.error_type
-    if content.capture:
-        attrs.update(chat_content(acc, content, sent))
-    return attrs, cost
-
-
 def chat_content(
     acc: ChatAccumulator, content: ContentPolicy, sent: ChatInput | None
 ) -> dict[str, AttributeValue]:
@@ -372,8 +324,9 @@ class ChatRequestMeta:
     start_ns: int
     end_ns: int
     request_model: str = ""
-    http_status: int = 200
-    retry_count: int = 0
+    http_status: int | None = 200
+    """None where the gateway did not see the exchange (`run` reads Claude Code's stream)."""
+    retry_count: int | None = 0
     ttft_ns: int | None = None
     conversation_id: str = ""
 
@@ -406,27 +359,60 @@ def chat_span(
     content: ContentPolicy | None = None,
     sent: ChatInput | None = None,
 ) -> SpanSpec:
-    """A chat span from a response already folded (the proxy folds it as it passes)."""
-    attrs, _ = chat_attributes(
-        acc,
-        request_model=meta.request_model,
-        prices=prices,
-        content=content or ContentPolicy(),
-        conversation_id=meta.conversation_id,
-        sent=sent,
-    )
-    attrs[A.HTTP_RESPONSE_STATUS_CODE] = meta.http_status
-    attrs[A.CHAT_RETRY_COUNT] = meta.retry_count
+    """A chat span from a response already folded (the proxy folds it as it passes, `run`
+    from the stream); its cost, when known, is `gen_ai.usage.cost`."""
+    usage = acc.usage
+    request_model = meta.request_model
+    attrs: dict[str, AttributeValue] = {
+        A.GEN_AI_OPERATION_NAME: A.OP_CHAT,
+        A.GEN_AI_PROVIDER_NAME: A.PROVIDER_ANTHROPIC,
+        A.GEN_AI_REQUEST_MODEL: request_model or acc.model,
+        A.GEN_AI_USAGE_INPUT_TOKENS: usage.total_input_tokens,
+        A.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: usage.cache_read_input_tokens,
+        A.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: usage.cache_creation_input_tokens,
+        A.CHAT_USAGE_SOURCE: acc.usage_source,
+    }
+    if meta.conversation_id:
+        attrs[A.GEN_AI_CONVERSATION_ID] = meta.conversation_id
+    if acc.model:
+        attrs[A.GEN_AI_RESPONSE_MODEL] = acc.model
+    if acc.message_id:
+        attrs[A.GEN_AI_RESPONSE_ID] = acc.message_id
+    if usage.cache_creation_1h_input_tokens is not None:
+        attrs[A.CHAT_CACHE_CREATION_1H_INPUT_TOKENS] = usage.cache_creation_1h_input_tokens
+    if usage.cache_creation_5m_input_tokens is not None:
+        attrs[A.CHAT_CACHE_CREATION_5M_INPUT_TOKENS] = usage.cache_creation_5m_input_tokens
+    if acc.exact:
+        attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
+        if acc.stop_reason:
+            attrs[A.GEN_AI_RESPONSE_FINISH_REASONS] = (acc.stop_reason,)
+        model = acc.model or request_model
+        cost = prices.cost(model, usage)
+        if cost is None:
+            attrs[A.COST_UNPRICED_MODEL] = model
+        else:
+            attrs[A.GEN_AI_USAGE_COST] = cost
+    if acc.error_type:
+        attrs[A.ERROR_TYPE] = acc.error_type
+    content = content or ContentPolicy()
+    if content.capture:
+        attrs.update(chat_content(acc, content, sent))
+    if meta.http_status is not None:
+        attrs[A.HTTP_RESPONSE_STATUS_CODE] = meta.http_status
+    if meta.retry_count is not None:
+        attrs[A.CHAT_RETRY_COUNT] = meta.retry_count
     if meta.ttft_ns is not None:
         attrs[A.CHAT_TTFT_MS] = meta.ttft_ns / 1e6
         attrs[A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = meta.ttft_ns / 1e9
     status = SpanStatus()
-    if meta.http_status >= 400 or acc.error_type:
+    failed = meta.http_status is not None and meta.http_status >= 400
+    if failed or acc.error_type:
         error = acc.error_type or str(meta.http_status)
         attrs.setdefault(A.ERROR_TYPE, error)
         if acc.error_message:
             attrs[A.CHAT_ERROR_MESSAGE] = acc.error_message
-        status = SpanStatus("error", acc.error_message or f"HTTP {meta.http_status}")
+        status = SpanStatus("error", acc.error_message or (
+            f"HTTP {meta.http_status}" if meta.http_status is not None else error))
     return SpanSpec(
         name=chat_span_name(acc.model or meta.request_model),
         trace_id=parent.trace_id,

@@ -1,7 +1,8 @@
 """A context compaction (status: compacting -> compact_boundary or failure): pure.
 
-Claude Code streams nothing of the request that writes the summary, so its cost is what the
-query's result reports beyond the chats the stream showed (`unaccounted_cost`).
+Claude Code streams nothing of the request that writes the summary, so in `run` its tokens
+are what the query's result reports beyond the chats the stream showed (`unaccounted_usage`):
+the compaction's own chat span carries them, priced like any chat.
 """
 
 from __future__ import annotations
@@ -10,11 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.telemetry import attributes as A
-from gateway.telemetry.model import AttributeValue, SpanSpec, SpanStatus
-from gateway.telemetry.pricing import PriceTable, Usage
-
-SPAN_NAME = "compaction"
+from gateway.telemetry.pricing import Usage
 
 
 @dataclass(slots=True)
@@ -34,49 +31,6 @@ class Compaction:
     cost_usd: float | None = None
 
 
-def compaction_spec(comp: Compaction, base: Mapping[str, AttributeValue]) -> SpanSpec:
-    """The compaction's name, attributes and status (ids and parent are the caller's)."""
-    attrs: dict[str, AttributeValue] = dict(base)
-    if comp.trigger:
-        attrs[A.COMPACTION_TRIGGER] = comp.trigger
-    for name, value in (
-        (A.COMPACTION_PRE_TOKENS, comp.pre_tokens),
-        (A.COMPACTION_POST_TOKENS, comp.post_tokens),
-        (A.COMPACTION_DURATION_MS, comp.duration_ms),
-    ):
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            attrs[name] = value
-    for name, text in (
-        (A.COMPACTION_RESULT, comp.result),
-        (A.COMPACTION_ERROR, comp.error),
-        (A.COMPACTION_ARCHIVE_ID, comp.archive_id),
-        (A.COMPACTION_ARCHIVE_ERROR, comp.archive_error),
-    ):
-        if text:
-            attrs[name] = text
-    if comp.cost_usd is not None:
-        attrs[A.COMPACTION_COST_USD] = comp.cost_usd
-    if comp.incomplete:
-        attrs[A.INCOMPLETE] = True
-    failed = comp.result not in (None, "success") or comp.error
-    if failed:
-        status = SpanStatus("error", comp.error or str(comp.result))
-    elif comp.archive_error:  # compacted, but the transcript was not archived first
-        status = SpanStatus("error", f"archive failed: {comp.archive_error}")
-    else:
-        status = SpanStatus()
-    return SpanSpec(
-        name=SPAN_NAME,
-        trace_id=0,
-        span_id=comp.span_id,
-        parent_span_id=None,
-        start_ns=comp.start_ns,
-        end_ns=comp.end_ns or comp.start_ns,
-        attributes=attrs,
-        status=status,
-    )
-
-
 _MODEL_USAGE_FIELDS = (
     ("inputTokens", "input_tokens"),
     ("outputTokens", "output_tokens"),
@@ -86,12 +40,12 @@ _MODEL_USAGE_FIELDS = (
 )
 
 
-def unaccounted_cost(
-    since_last: Mapping[str, Any], chats: Iterable[tuple[str, Usage]], prices: PriceTable
-) -> float | None:
-    """USD of the tokens a result's `model_usage_since_last_result` counts beyond the given
-    chats' (model, exact usage), priced from the table; None when a model has no price or the
-    stream showed more than the result counts (then nothing here can be trusted)."""
+def unaccounted_usage(
+    since_last: Mapping[str, Any], chats: Iterable[tuple[str, Usage]]
+) -> dict[str, Usage] | None:
+    """Per model, the tokens a result's `model_usage_since_last_result` counts beyond the given
+    chats' (model, exact usage); None when the stream showed more than the result counts
+    (then nothing here can be trusted). Models with nothing left are left out."""
     left: dict[str, dict[str, int]] = {}
     for model, usage in since_last.items():
         if not isinstance(usage, Mapping):
@@ -101,16 +55,9 @@ def unaccounted_cost(
         counts = left.setdefault(model, {field: 0 for _, field in _MODEL_USAGE_FIELDS})
         for _, field in _MODEL_USAGE_FIELDS:
             counts[field] -= getattr(usage, field) or 0
-    total = 0.0
-    for model, counts in left.items():
-        if any(value < 0 for value in counts.values()):
-            return None
-        if any(counts.values()):
-            cost = prices.cost(model, Usage(**counts))
-            if cost is None:
-                return None
-            total += cost
-    return total
+    if any(value < 0 for counts in left.values() for value in counts.values()):
+        return None
+    return {model: Usage(**counts) for model, counts in left.items() if any(counts.values())}
 
 
 def _int(value: Any) -> int:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
 from typing import Protocol
+
+from opentelemetry.trace import get_current_span
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from gateway.telemetry.model import SpanRef
 
-_TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+_W3C = TraceContextTextMapPropagator()
 
 
 class IdSource(Protocol):
@@ -69,21 +71,15 @@ class RandomIds:
 
 
 def parse_traceparent(traceparent: str | None, tracestate: str | None = None) -> SpanRef | None:
-    """A remote parent from W3C headers, or None when absent or malformed."""
-    if not traceparent:
-        return None
-    match = _TRACEPARENT.match(traceparent.strip().lower())
-    if match is None or match.group(1) == "ff":
-        return None
-    trace_id, span_id = int(match.group(2), 16), int(match.group(3), 16)
-    if trace_id == 0 or span_id == 0:
+    """A remote parent from W3C headers (the SDK's propagator reads them), or None when absent
+    or malformed."""
+    carrier = {"traceparent": (traceparent or "").lower(), "tracestate": tracestate or ""}
+    found = get_current_span(_W3C.extract(carrier)).get_span_context()
+    if not found.is_valid:
         return None
     return SpanRef(
-        trace_id=trace_id,
-        span_id=span_id,
-        trace_state=(tracestate or "").strip(),
-        is_remote=True,
-        sampled=bool(int(match.group(4), 16) & 1),
+        found.trace_id, found.span_id, found.trace_state.to_header(), is_remote=True,
+        sampled=found.trace_flags.sampled,
     )
 
 

@@ -1,60 +1,48 @@
 """OpenTelemetry log records through the standard logs pipeline.
 
-Configured only by the standard variables: OTEL_LOGS_EXPORTER (`otlp`, `console`, `none`),
+Off unless OTEL_LOGS_EXPORTER asks (`otlp`, `console`; an OTLP endpoint alone does not: a
+trace-only backend answers logs with 404). The SDK's exporter reads the rest itself:
 OTEL_EXPORTER_OTLP_[LOGS_]ENDPOINT / _PROTOCOL / _TIMEOUT / _HEADERS, OTEL_SERVICE_NAME and
-OTEL_RESOURCE_ATTRIBUTES. Without OTEL_LOGS_EXPORTER, long-running modes export over OTLP when
-an OTLP endpoint is set and nothing otherwise; the command hook exports only when
-OTEL_LOGS_EXPORTER asks (the SDK costs it about 200 ms per call).
-
-Exports run behind the same breaker as spans: an unreachable collector is counted and
-reported once, never raised, and costs one timeout, not one per record.
+OTEL_RESOURCE_ATTRIBUTES. Exports run behind the span exporters' guard: a failure is counted
+and reported once, never raised, and costs one timeout, not one per record.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.context import Context
-from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor, ReadableLogRecord
+from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 from opentelemetry.sdk._logs.export import (
     BatchLogRecordProcessor,
     ConsoleLogRecordExporter,
-    LogRecordExporter,
     LogRecordExportResult,
     SimpleLogRecordProcessor,
 )
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 from opentelemetry.util.types import AnyValue
 
 from gateway.telemetry.audit_events import LogEvent
 from gateway.telemetry.export import (
-    PROXY_VARIABLES,
-    Breaker,
+    Guarded,
     Pipeline,
-    SignalSettings,
-    connection_refused,
-    endpoint_given,
     exporter_names,
-    otlp_exporter,
-    otlp_transport,
-    resource_attributes,
+    guarded_otlp,
+    otlp_protocol,
+    resource,
 )
-
-logger = logging.getLogger("agent_gateway.telemetry")
 
 SCOPE = "agent_gateway.audit"
 
 
 @dataclass(frozen=True, slots=True)
-class LogSettings(SignalSettings):
+class LogSettings:
+    exporters: tuple[str, ...] = ()
     batch_delay_ms: int | None = None
     """None: the SDK's OTEL_BLRP_SCHEDULE_DELAY; ours otherwise (see BATCH_DELAY_MS)."""
     batch_size: int | None = None
@@ -67,46 +55,16 @@ the GIL while it encodes, so the SDK's 512 at once would stall the service's eve
 tens of milliseconds at 400 decisions a second. OTEL_BLRP_* still override these."""
 
 
-def log_settings(env: Mapping[str, str], *, endpoint_implies_otlp: bool = True) -> LogSettings:
-    """Read the standard variables (and nothing else): pure. `endpoint_implies_otlp=False`
-    (the command hook) exports only when OTEL_LOGS_EXPORTER names an exporter."""
-    exporters = exporter_names(env, "OTEL_LOGS_EXPORTER")
-    if exporters is None:
-        exporters = ("otlp",) if endpoint_implies_otlp and endpoint_given(env, "logs") else ()
-    protocol, endpoint, timeout = otlp_transport(env, "logs", exporters)
+def log_settings(env: Mapping[str, str]) -> LogSettings:
+    """Read the standard variables (and nothing else): pure."""
+    exporters = exporter_names(env, "OTEL_LOGS_EXPORTER") or ()
+    if "otlp" in exporters:
+        otlp_protocol(env, "logs")  # a bad protocol stops the start, not the first record
     return LogSettings(
         exporters=exporters,
-        protocol=protocol,
-        endpoint=endpoint,
-        timeout_s=timeout,
-        resource=resource_attributes(env),
-        probe=not any(env.get(name) for name in PROXY_VARIABLES),
         batch_delay_ms=None if env.get("OTEL_BLRP_SCHEDULE_DELAY") else BATCH_DELAY_MS,
         batch_size=None if env.get("OTEL_BLRP_MAX_EXPORT_BATCH_SIZE") else BATCH_SIZE,
     )
-
-
-class GuardedLogExporter(LogRecordExporter):
-    """A log record exporter behind the span exporters' `Breaker`."""
-
-    def __init__(self, inner: LogRecordExporter, breaker: Breaker) -> None:
-        self.inner = inner
-        self.breaker = breaker
-
-    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
-        ok = self.breaker.run(
-            len(batch), lambda: self.inner.export(batch) is LogRecordExportResult.SUCCESS
-        )
-        return LogRecordExportResult.SUCCESS if ok else LogRecordExportResult.FAILURE
-
-    def shutdown(self) -> None:
-        try:
-            self.inner.shutdown()  # type: ignore[no-untyped-call]
-        except Exception:
-            logger.debug("log exporter shutdown failed", exc_info=True)
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
 
 
 class LogSink(Pipeline):
@@ -115,15 +73,10 @@ class LogSink(Pipeline):
 
     what, signal = "log record", "log"
 
-    def __init__(self, provider: LoggerProvider, breakers: Sequence[Breaker]) -> None:
-        super().__init__()
+    def __init__(self, provider: LoggerProvider, guards: Sequence[Guarded]) -> None:
+        super().__init__(guards)
         self._provider = provider
         self._logger = provider.get_logger(SCOPE)
-        self._breakers = list(breakers)
-
-    @property
-    def dropped(self) -> int:
-        return sum(b.dropped for b in self._breakers)
 
     def emit(self, event: LogEvent) -> None:
         if self._closed:
@@ -158,21 +111,14 @@ def open_log_sink(settings: LogSettings, *, synchronous: bool = False) -> LogSin
     if not settings.exporters:
         return None
     # Shut down by its owner (LogSink.shutdown), not again at exit: twice warns on stderr.
-    provider = LoggerProvider(
-        resource=Resource.create(dict(settings.resource)), shutdown_on_exit=False
-    )
-    breakers: list[Breaker] = []
+    provider = LoggerProvider(resource=resource(), shutdown_on_exit=False)
+    guards: list[Guarded] = []
     for name in settings.exporters:
         processor: LogRecordProcessor
         if name == "otlp":
-            breaker = Breaker(
-                label=settings.endpoint,
-                what="log record",
-                refused=partial(connection_refused, settings.endpoint) if settings.probe else None,
-            )
-            breakers.append(breaker)
-            inner = otlp_exporter("logs", settings.protocol, settings.endpoint, settings.timeout_s)
-            exporter = GuardedLogExporter(inner, breaker)
+            guard = guarded_otlp("logs", what="log record", failure=LogRecordExportResult.FAILURE)
+            guards.append(guard)
+            exporter: Any = guard
             processor = (
                 SimpleLogRecordProcessor(exporter)
                 if synchronous
@@ -185,7 +131,7 @@ def open_log_sink(settings: LogSettings, *, synchronous: bool = False) -> LogSin
         else:  # console
             processor = SimpleLogRecordProcessor(ConsoleLogRecordExporter(out=sys.stderr))
         provider.add_log_record_processor(processor)
-    return LogSink(provider, breakers)
+    return LogSink(provider, guards)
 
 
 def attributes_of(pairs: Mapping[str, Any]) -> dict[str, AnyValue]:

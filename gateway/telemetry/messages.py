@@ -86,8 +86,10 @@ def block_part(block: Mapping[str, Any]) -> Part:
         return tool_call_part(
             str(block.get("id") or ""), str(block.get("name") or ""), block.get("input") or {}
         )
-    if kind == "tool_result":
-        return tool_response_part(str(block.get("tool_use_id") or ""), block.get("content"))
+    if kind == "tool_result":  # as text, the shape `run` sees it in
+        return tool_response_part(
+            str(block.get("tool_use_id") or ""), tool_result_text(block.get("content"))
+        )
     if kind in ("thinking", "redacted_thinking"):
         return {"type": "reasoning", "content": str(block.get("thinking") or "")}
     return {"type": kind or "unknown"}  # images, documents: the schema's generic part
@@ -131,6 +133,15 @@ def tool_definitions(tools: Any) -> list[dict[str, Any]]:
     ]
 
 
+def response_text(response: Any) -> Any:
+    """A PostToolUse `tool_response` as near as it gets to the text the model would read: a
+    string as it is, Bash's stdout and stderr joined, anything else as it came."""
+    if isinstance(response, Mapping) and isinstance(response.get("stdout"), str):
+        out = [str(response[k]) for k in ("stdout", "stderr") if response.get(k)]
+        return "\n".join(out) if out else "(Bash completed with no output)"
+    return tool_result_text(response)
+
+
 def tool_result_text(content: Any) -> Any:
     """A tool_result's content: text blocks joined to one string; anything else as is."""
     if isinstance(content, Sequence) and not isinstance(content, str):
@@ -142,3 +153,14 @@ def tool_result_text(content: Any) -> Any:
         if len(texts) == len(content):
             return "\n".join(texts)
     return content
+
+
+def task_notification_text(notification: Mapping[str, Any]) -> str:
+    """The user message a background task's end becomes, rebuilt from the stream's
+    `task_notification` (Claude Code 2.1.332 wraps the same fields in a system reminder)."""
+    fields = (
+        ("task-id", "task_id"), ("tool-use-id", "tool_use_id"), ("output-file", "output_file"),
+        ("status", "status"), ("result", "summary"),
+    )
+    lines = [f"<{tag}>{notification[key]}</{tag}>" for tag, key in fields if notification.get(key)]
+    return "\n".join(["<task-notification>", *lines, "</task-notification>"])

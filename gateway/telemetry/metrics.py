@@ -1,10 +1,10 @@
 """Metrics through the OpenTelemetry metrics SDK: what a platform team graphs and alerts on.
 
-Configured only by the standard variables: OTEL_METRICS_EXPORTER (`otlp`, `prometheus`,
-`console`, `none`; comma-separated), OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT / _PROTOCOL /
+Off unless OTEL_METRICS_EXPORTER asks (`otlp`, `prometheus`, `console`, `none`;
+comma-separated; an OTLP endpoint alone does not: a trace-only backend answers metrics with
+404). The SDK reads the rest itself: OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT / _PROTOCOL /
 _TIMEOUT / _HEADERS, OTEL_METRIC_EXPORT_INTERVAL, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES.
-Without OTEL_METRICS_EXPORTER, metrics go over OTLP when an OTLP endpoint is set, and nowhere
-otherwise. `prometheus` keeps a registry that `serve` exposes at GET /metrics.
+`prometheus` keeps a registry that `serve` exposes at GET /metrics.
 
 `GatewayMetrics` is what the gateway records into: one method per fact, taking plain values,
 so every caller (serve, run) records the same series. Recording never raises.
@@ -17,35 +17,26 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
     ConsoleMetricExporter,
-    MetricExporter,
     MetricExportResult,
     MetricReader,
-    MetricsData,
     PeriodicExportingMetricReader,
 )
-from opentelemetry.sdk.resources import Resource
 
 from gateway.errors import ConfigError
 from gateway.telemetry import metric_names as M
 from gateway.telemetry.export import (
-    PROTOCOLS,
-    PROXY_VARIABLES,
-    Breaker,
+    Guarded,
     Pipeline,
-    SignalSettings,
-    connection_refused,
-    endpoint_given,
     exporter_names,
-    otlp_exporter,
-    otlp_transport,
-    resource_attributes,
+    guarded_otlp,
+    otlp_protocol,
+    resource,
 )
 from gateway.telemetry.pricing import Usage
 from gateway.types import Decision
@@ -59,7 +50,9 @@ MAX_VALUES = 64
 
 
 @dataclass(frozen=True, slots=True)
-class MetricSettings(SignalSettings):
+class MetricSettings:
+    exporters: tuple[str, ...] = ()
+
     @property
     def enabled(self) -> bool:
         return bool(self.exporters)
@@ -67,20 +60,10 @@ class MetricSettings(SignalSettings):
 
 def metric_settings(env: Mapping[str, str]) -> MetricSettings:
     """Read the standard variables (and nothing else): pure."""
-    exporters = exporter_names(env, "OTEL_METRICS_EXPORTER", METRIC_EXPORTERS)
-    if exporters is None:
-        exporters = ("otlp",) if endpoint_given(env, "metrics") else ()
-    protocol, endpoint, timeout = otlp_transport(env, "metrics", exporters)
-    if "otlp" in exporters and protocol not in PROTOCOLS:  # pragma: no cover (checked above)
-        raise ConfigError(f"OTEL_EXPORTER_OTLP_PROTOCOL: unsupported protocol {protocol!r}")
-    return MetricSettings(
-        exporters=exporters,
-        protocol=protocol,
-        endpoint=endpoint,
-        timeout_s=timeout,
-        resource=resource_attributes(env),
-        probe=not any(env.get(name) for name in PROXY_VARIABLES),
-    )
+    exporters = exporter_names(env, "OTEL_METRICS_EXPORTER", METRIC_EXPORTERS) or ()
+    if "otlp" in exporters:
+        otlp_protocol(env, "metrics")  # a bad protocol stops the start, not the first export
+    return MetricSettings(exporters=exporters)
 
 
 class BoundedValues:
@@ -103,37 +86,6 @@ class BoundedValues:
         return value
 
 
-class GuardedMetricExporter(MetricExporter):
-    """A metric exporter behind the span exporters' `Breaker`."""
-
-    def __init__(self, inner: MetricExporter, breaker: Breaker) -> None:
-        super().__init__(
-            preferred_temporality=inner._preferred_temporality,
-            preferred_aggregation=inner._preferred_aggregation,
-        )
-        self.inner = inner
-        self.breaker = breaker
-
-    def export(
-        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
-    ) -> MetricExportResult:
-        ok = self.breaker.run(
-            1,
-            lambda: self.inner.export(metrics_data, timeout_millis=timeout_millis)
-            is MetricExportResult.SUCCESS,
-        )
-        return MetricExportResult.SUCCESS if ok else MetricExportResult.FAILURE
-
-    def force_flush(self, timeout_millis: float = 10_000) -> bool:
-        return True
-
-    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
-        try:
-            self.inner.shutdown(timeout_millis=timeout_millis)
-        except Exception:
-            logger.debug("metric exporter shutdown failed", exc_info=True)
-
-
 BudgetRow = tuple[str, str, str, float, float]
 """(team, window: day|week|month, model or '', remaining USD, limit USD)"""
 
@@ -142,22 +94,21 @@ class GatewayMetrics(Pipeline):
     """The instruments, and one recording method per fact. Disabled (no exporter): every
     method returns at once."""
 
-    what, signal = "metric batch", "metrics"
+    what, signal = "metric export", "metrics"
 
     def __init__(
         self,
         provider: MeterProvider | None = None,
         *,
-        breakers: Sequence[Breaker] = (),
+        guards: Sequence[Guarded] = (),
         registry: Any = None,
         known_models: Iterable[str] = (),
     ) -> None:
-        super().__init__()
+        super().__init__(guards)
         self.enabled = provider is not None
         self.registry = registry
         """The Prometheus registry GET /metrics serves (None: prometheus not chosen)."""
         self._provider = provider
-        self._breakers = list(breakers)
         self._models = BoundedValues(known=known_models)
         self._tools = BoundedValues()
         self._small = BoundedValues(limit=16)
@@ -299,10 +250,6 @@ class GatewayMetrics(Pipeline):
 
         return bytes(generate_latest(self.registry))
 
-    @property
-    def dropped(self) -> int:
-        return sum(b.dropped for b in self._breakers)
-
     def _force_flush(self, timeout_ms: int) -> bool:
         return self._provider.force_flush(timeout_ms) if self._provider else True
 
@@ -310,7 +257,7 @@ class GatewayMetrics(Pipeline):
         if self._provider is not None:
             self._provider.shutdown()
 
-    def shutdown(self, timeout_s: float = 3.0) -> None:
+    def shutdown(self, timeout_s: float | None = None) -> None:
         """Export what was recorded (the end of a run), then stop: bounded in time."""
         if self._provider is not None:
             super().shutdown(timeout_s)
@@ -336,21 +283,16 @@ def open_metrics(
     if not settings.enabled:
         return GatewayMetrics(known_models=known_models)
     readers: list[MetricReader] = []
-    breakers: list[Breaker] = []
+    guards: list[Guarded] = []
     registry = None
     interval = None if periodic else 24 * 3600 * 1000.0
     for name in settings.exporters:
         if name == "otlp":
-            breaker = Breaker(
-                label=settings.endpoint,
-                what="metric batch",
-                refused=partial(connection_refused, settings.endpoint) if settings.probe else None,
+            guard = guarded_otlp(
+                "metrics", what="metric export", failure=MetricExportResult.FAILURE
             )
-            breakers.append(breaker)
-            inner = otlp_exporter(
-                "metrics", settings.protocol, settings.endpoint, settings.timeout_s
-            )
-            exporter = GuardedMetricExporter(inner, breaker)
+            guards.append(guard)
+            exporter: Any = guard
             readers.append(PeriodicExportingMetricReader(exporter, interval))
         elif name == "console":
             console = ConsoleMetricExporter(out=sys.stderr)
@@ -363,11 +305,5 @@ def open_metrics(
                 raise ConfigError(PROMETHEUS_MISSING) from None
             registry = CollectorRegistry(auto_describe=True)
             readers.append(PrometheusMetricReader(registry=registry))
-    provider = MeterProvider(
-        metric_readers=readers,
-        resource=Resource.create(dict(settings.resource)),
-        shutdown_on_exit=False,
-    )
-    return GatewayMetrics(
-        provider, breakers=breakers, registry=registry, known_models=known_models
-    )
+    provider = MeterProvider(metric_readers=readers, resource=resource(), shutdown_on_exit=False)
+    return GatewayMetrics(provider, guards=guards, registry=registry, known_models=known_models)

@@ -68,6 +68,8 @@ def result_attributes(results: Sequence[Mapping[str, Any]]) -> dict[str, Attribu
     errors = tuple(str(e) for r in results for e in (r.get("errors") or []))
     if errors:
         attrs[A.RESULT_ERRORS] = errors
+    if errored:  # the conventions ask for error.type on a span that ends in error
+        attrs[A.ERROR_TYPE] = str(errored[0].get("subtype") or "error")
     for key, name in (
         ("stop_reason", A.RESULT_STOP_REASON),
         ("terminal_reason", A.RESULT_TERMINAL_REASON),

@@ -2,16 +2,10 @@
 
 Feed `TraceBuilder` the stream-json message dicts in order, each with the time it was seen,
 plus the hook-side events; every call returns the spans that finished. `finish()` at the end
-of the stream closes whatever is still open and returns the root span last.
-
-Span tree:
-    invoke_agent claude-code                    (root; ends with the ResultMessage data)
-      turn                                      (one model response + the tools it asked for)
-        chat {model}                            (one per message.id, never per block)
-        execute_tool {tool}                     (PreToolUse -> PostToolUse / tool_result)
-          invoke_agent {subagent_type}          (a subagent, under the Task/Agent call that
-            turn ...                             started it; its turns under it)
-      compaction                                (status: compacting -> compact_boundary)
+of the stream closes whatever is still open and returns the root span last. The spans
+themselves are made by the one tree builder `serve` uses too (tree.py): a turn per response,
+its chat and tools; a subagent under the Task/Agent call that started it; compactions from
+status: compacting to compact_boundary.
 
 A subagent's responses never reach the partial stream (Claude Code 2.1.332), so its chats know
 only the placeholder usage of the `assistant` lines. Such a chat is held, with its turn and
@@ -25,30 +19,23 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.telemetry import attributes as A
 from gateway.telemetry import messages as M
-from gateway.telemetry.chat import ChatAccumulator, ChatInput, chat_attributes, chat_span_name
-from gateway.telemetry.compaction import Compaction, compaction_spec, unaccounted_cost
+from gateway.telemetry.chat import ChatAccumulator, ChatInput, ChatRequestMeta
+from gateway.telemetry.compaction import Compaction, unaccounted_usage
 from gateway.telemetry.content import ContentPolicy
-from gateway.telemetry.ids import (
-    ROOT_SPAN,
-    TOOL_SPAN_KIND,
-    IdSource,
-    RandomIds,
-    parse_traceparent,
-)
-from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec, SpanStatus
-from gateway.telemetry.pricing import PriceTable, load_price_table
+from gateway.telemetry.ids import TOOL_SPAN_KIND, IdSource, RandomIds, parse_traceparent
+from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec
+from gateway.telemetry.pricing import PriceTable, Usage, load_price_table
 from gateway.telemetry.result import result_attributes, result_status, run_cost_usd
 from gateway.telemetry.subagents import TRANSCRIPT_SOURCE, FinalUsage
-from gateway.telemetry.tools import ToolCallState, tool_attributes, tool_events, tool_status
+from gateway.telemetry.tools import ToolCallState
+from gateway.telemetry.tree import AGENT_NAME, INCOMPLETE_ERROR, TURN, Tree, task_prompt
 from gateway.types import Decision
 
-AGENT_NAME = "claude-code"
-UNSET = SpanStatus()
 MAIN = ""
 """Context key of the main agent; a subagent's key is its parent_tool_use_id."""
 
@@ -65,6 +52,8 @@ class _Chat:
     emitted: bool = False
     sent: tuple[M.Message, ...] = ()
     """The conversation before this response (content capture only)."""
+    uuids: set[str] = field(default_factory=set)
+    """The stream's uuids of its `assistant` lines (a compaction keeps messages by uuid)."""
 
 
 @dataclass(slots=True)
@@ -85,7 +74,16 @@ class _Context:
     current: _Turn | None = None
     history: list[M.Message] = field(default_factory=list)
     """The conversation so far (content capture only)."""
+    uuids: list[frozenset[str]] = field(default_factory=list)
+    """Each history message's uuids in the stream."""
     pending_output: _Chat | None = None
+    kept: list[tuple[M.Message, frozenset[str]]] = field(default_factory=list)
+    """What a compaction keeps verbatim, placed after its summary message (`anchor`)."""
+    anchor: str = ""
+
+    def add(self, message: M.Message, uuids: frozenset[str] = frozenset()) -> None:
+        self.history.append(message)
+        self.uuids.append(uuids)
 
 
 @dataclass(slots=True)
@@ -117,16 +115,14 @@ class TraceBuilder:
         session_id: str = "",
     ) -> None:
         self._ids = ids
-        self._parent = parent
-        self._prices = prices if prices is not None else load_price_table()
         self._content = content or ContentPolicy()
-        self._agent_name = agent_name
+        self._tree = Tree(
+            ids, prices=prices if prices is not None else load_price_table(),
+            content=self._content, session_id=session_id, parent=parent, agent_name=agent_name,
+        )
+        self._root_id = self._tree.root_id
         self._prompt = prompt
         self._start_ns = start_ns
-        self._trace_id = parent.trace_id if parent is not None else ids.trace_id
-        self._trace_state = parent.trace_state if parent is not None else ""
-        self._root_id = ids.span_id(*ROOT_SPAN)
-        self.session_id = session_id
         self._model = ""
         self._version = ""
         self._contexts: dict[str, _Context] = {}
@@ -149,6 +145,8 @@ class TraceBuilder:
         self._held_compactions: list[Compaction] = []
         """Finished compactions waiting for the result that says what they cost."""
         self._compaction_costs: list[float | None] = []
+        self._compaction_chats: list[float | None] = []
+        """The costs of the compactions' own chats (in the root's sum of chat costs)."""
         self._finished = False
 
     @classmethod
@@ -167,13 +165,17 @@ class TraceBuilder:
         return cls(ids=ids, start_ns=start_ns, parent=parent, **options)
 
     @property
+    def session_id(self) -> str:
+        return self._tree.session_id
+
+    @property
     def root(self) -> SpanRef:
         """The root span's place, known from the start: pass it on with `traceparent_for`."""
-        return SpanRef(self._trace_id, self._root_id, self._trace_state)
+        return SpanRef(self._tree.trace_id, self._root_id, self._tree.trace_state)
 
     def tool_ref(self, tool_use_id: str) -> SpanRef:
         """Where a tool call's span is (or will be): its id is fixed at the first ask."""
-        return SpanRef(self._trace_id, self._ids.span_id(TOOL_SPAN_KIND, tool_use_id))
+        return SpanRef(self._tree.trace_id, self._ids.span_id(TOOL_SPAN_KIND, tool_use_id))
 
     def annotate_root(self, attrs: Mapping[str, AttributeValue]) -> None:
         """Attributes the caller knows about the whole run (e.g. the policy in force)."""
@@ -184,8 +186,8 @@ class TraceBuilder:
         """One stream-json message as `claude -p --output-format stream-json --verbose
         --include-partial-messages` prints it (or the SDK's equivalent dict)."""
         out: list[SpanSpec] = []
-        if not self.session_id and message.get("session_id"):
-            self.session_id = str(message["session_id"])
+        if not self._tree.session_id and message.get("session_id"):
+            self._tree.session_id = str(message["session_id"])
         kind = message.get("type")
         if kind == "system":
             self._system(message, at_ns, out)
@@ -306,6 +308,8 @@ class TraceBuilder:
             comp.end_ns = comp.end_ns or at_ns
             comp.result = comp.result or "success"
             self._hold_compaction()
+            if self._content.capture:
+                self._compact_history(meta)
         elif subtype == "task_started" and msg.get("tool_use_id"):
             tool = self._tool(str(msg["tool_use_id"]), "", at_ns)
             tool.task_id = str(msg.get("task_id") or "")
@@ -316,6 +320,8 @@ class TraceBuilder:
             agent.agent_type = agent.agent_type or str(msg.get("subagent_type") or "")
         elif subtype in ("task_notification", "task_updated"):
             self._task_update(msg, at_ns, out)
+            if subtype == "task_notification" and self._content.capture:
+                self._remember_notification(msg)
 
     def _status(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
         if msg.get("status") == "compacting":
@@ -381,6 +387,8 @@ class TraceBuilder:
         self._finalize_unstreamed(context, out, keep=message_id)
         chat = self._chats.get(message_id) or self._chat(message_id, context, at_ns, at_ns, out)
         chat.acc.apply_message(message)
+        if msg.get("uuid"):
+            chat.uuids.add(str(msg["uuid"]))
         if not chat.acc.saw_start:
             chat.end_ns = at_ns
         for block in message.get("content") or []:
@@ -393,10 +401,10 @@ class TraceBuilder:
         self._note_agent(msg, context, at_ns)
         self._finalize_unstreamed(context, out)
         content = (msg.get("message") or {}).get("content")
+        if self._content.capture and not msg.get("isReplay"):
+            self._remember_user(context, msg, content)
         if not isinstance(content, list):
             return
-        if self._content.capture:
-            self._remember_results(context, content)
         meta = {str(m.get("id")): m for m in msg.get("tool_result_meta") or [] if "id" in m}
         for block in content:
             if not isinstance(block, Mapping) or block.get("type") != "tool_result":
@@ -419,7 +427,7 @@ class TraceBuilder:
         if isinstance(msg.get("result"), str):
             self._result_text = str(msg["result"])
         self._finalize_unstreamed(MAIN, out)
-        self._release_compactions(out, self._unstreamed_cost(msg))
+        self._release_compactions(out, self._unstreamed_usage(msg))
         self._window_chats = []
         ctx = self._contexts.get(MAIN)
         if ctx is not None and ctx.current is not None:
@@ -437,7 +445,9 @@ class TraceBuilder:
             return existing
         ctx = self._contexts.get(context)
         if ctx is None:
-            ctx = self._contexts[context] = _Context(history=self._opening(context))
+            ctx = self._contexts[context] = _Context()
+            for message in self._opening(context):
+                ctx.add(message)
         if ctx.current is not None:
             ctx.current.superseded = True
             self._try_emit_turn(ctx.current, out)
@@ -457,7 +467,7 @@ class TraceBuilder:
         turn = _Turn(
             index=ctx.turns,
             context=context,
-            span_id=self._ids.span_id("turn", message_id),
+            span_id=self._ids.span_id(TURN, message_id),
             parent_span_id=parent,
             chat=chat,
         )
@@ -494,25 +504,56 @@ class TraceBuilder:
         if context == MAIN:
             return [M.user_text(self._prompt)] if self._prompt else []
         task = self._tools.get(context)
-        prompt = task.input.get("prompt") if task and isinstance(task.input, Mapping) else None
-        return [M.user_text(str(prompt))] if prompt else []
+        prompt = task_prompt(task.input) if task is not None else None
+        return [M.user_text(prompt)] if prompt else []
 
     def _flush_output(self, ctx: _Context) -> None:
         """The previous response joins the conversation before what follows it."""
         chat, ctx.pending_output = ctx.pending_output, None
         if chat is not None:
-            ctx.history.append(M.assistant_message(chat.acc.output_parts()))
+            ctx.add(M.assistant_message(chat.acc.output_parts()), frozenset(chat.uuids))
 
-    def _remember_results(self, context: str, content: list[Any]) -> None:
+    def _remember_user(self, context: str, msg: Mapping[str, Any], content: Any) -> None:
+        """A user message joins the conversation: tool results, or text (a compaction's
+        summary, which the kept messages follow)."""
+        ctx = self._contexts.get(context)
+        if ctx is None:
+            return
         results = [
             (str(b.get("tool_use_id") or ""), M.tool_result_text(b.get("content")))
-            for b in content
-            if isinstance(b, Mapping) and b.get("type") == "tool_result"
-        ]
-        ctx = self._contexts.get(context)
-        if ctx is not None and results:
+            for b in content if isinstance(b, Mapping) and b.get("type") == "tool_result"
+        ] if isinstance(content, list) else []
+        parts = [] if results else [p for p in M.parts_of(content) if p["type"] == "text"]
+        if not results and not parts:
+            return
+        self._flush_output(ctx)
+        uuid = str(msg.get("uuid") or "")
+        message = M.tool_results(results) if results else {"role": "user", "parts": parts}
+        ctx.add(message, frozenset({uuid}))
+        if uuid and uuid == ctx.anchor:
+            for kept, uuids in ctx.kept:
+                ctx.add(kept, uuids)
+            ctx.kept, ctx.anchor = [], ""
+
+    def _compact_history(self, meta: Mapping[str, Any]) -> None:
+        """After a compaction the conversation is its summary, then what it kept verbatim."""
+        ctx = self._contexts.get(MAIN)
+        if ctx is None:
+            return
+        self._flush_output(ctx)
+        preserved = meta.get("preserved_messages") or {}
+        keep = set(preserved.get("uuids") or ())
+        ctx.kept = [(m, u) for m, u in zip(ctx.history, ctx.uuids, strict=True) if u & keep]
+        ctx.anchor = str(preserved.get("anchor_uuid") or "")
+        ctx.history, ctx.uuids = [], []
+
+    def _remember_notification(self, msg: Mapping[str, Any]) -> None:
+        """A background task's end reaches the model as a user message the stream does not
+        carry: it joins the main conversation rebuilt from what the stream says of it."""
+        ctx = self._contexts.get(MAIN)
+        if ctx is not None:
             self._flush_output(ctx)
-            ctx.history.append(M.tool_results(results))
+            ctx.add(M.user_text(M.task_notification_text(msg)))
 
     def _current_chat(self, context: str) -> _Chat | None:
         ctx = self._contexts.get(context)
@@ -564,33 +605,6 @@ class TraceBuilder:
             self._emit_chat(chat, out, chat.end_ns)
 
     # --- emitting --------------------------------------------------------------------------
-    def _base(self) -> dict[str, AttributeValue]:
-        return {A.GEN_AI_CONVERSATION_ID: self.session_id} if self.session_id else {}
-
-    def _spec(
-        self,
-        name: str,
-        span_id: int,
-        parent_span_id: int,
-        start_ns: int,
-        end_ns: int,
-        attrs: dict[str, AttributeValue],
-        status: SpanStatus = UNSET,
-        kind: str = "internal",
-    ) -> SpanSpec:
-        return SpanSpec(
-            name=name,
-            trace_id=self._trace_id,
-            span_id=span_id,
-            parent_span_id=parent_span_id,
-            start_ns=start_ns,
-            end_ns=max(start_ns, end_ns),
-            attributes={**self._base(), **attrs},
-            status=status,
-            kind="client" if kind == "client" else "internal",
-            trace_state=self._trace_state,
-        )
-
     def _emit_chat(self, chat: _Chat, out: list[SpanSpec], end_ns: int) -> None:
         if chat.emitted:
             return
@@ -605,27 +619,15 @@ class TraceBuilder:
                 return
         chat.held = False
         chat.emitted = True
-        request_model = self._model if turn.context == MAIN else ""
-        attrs, chat.cost = chat_attributes(
-            chat.acc,
-            request_model=request_model,
-            prices=self._prices,
-            content=self._content,
+        ttft = None if chat.ttft_ms is None else round(chat.ttft_ms * 1e6)
+        model = self._model if turn.context == MAIN else ""
+        spec, chat.cost = self._tree.chat(
+            chat.acc, ChatRequestMeta(chat.start_ns, end_ns, model, None, None, ttft),
+            span_id=chat.span_id, parent_span_id=turn.span_id,
             sent=ChatInput(messages=chat.sent) if chat.sent else None,
+            extra={A.PARENT_TOOL_USE_ID: turn.context} if turn.context else None,
         )
-        if chat.ttft_ms is not None:
-            attrs[A.CHAT_TTFT_MS] = chat.ttft_ms
-            attrs[A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = chat.ttft_ms / 1e3
-        if turn.context:
-            attrs[A.PARENT_TOOL_USE_ID] = turn.context
-        error = chat.acc.error_type
-        status = SpanStatus("error", chat.acc.error_message or error) if error else UNSET
-        name = chat_span_name(chat.acc.model or request_model)
-        out.append(
-            self._spec(
-                name, chat.span_id, turn.span_id, chat.start_ns, end_ns, attrs, status, "client"
-            )
-        )
+        out.append(spec)
         for tool_use_id in turn.tool_ids:
             self._maybe_emit_tool(self._tools[tool_use_id], out)
         self._try_emit_turn(turn, out)
@@ -640,47 +642,27 @@ class TraceBuilder:
             return
         tool.emitted = True
         turn = self._turn_of_chat.get(tool.chat_message_id or "")
-        split = None
-        if turn is not None and turn.chat.cost is not None and turn.tool_ids:
-            split = turn.chat.cost / len(turn.tool_ids)
-        attrs = tool_attributes(tool, split_cost=split, content=self._content)
         parent = tool.turn_span_id if tool.turn_span_id is not None else self._root_id
-        end = tool.end_ns if tool.end_ns is not None else tool.start_ns
-        spec = self._spec(
-            f"execute_tool {tool.name}" if tool.name else "execute_tool",
-            tool.span_id,
-            parent,
-            tool.start_ns,
-            end,
-            attrs,
-            tool_status(tool),
-        )
-        out.append(replace(spec, events=tool_events(tool)))
+        out.append(self._tree.tool(
+            tool, parent_span_id=parent, turn_cost=turn.chat.cost if turn else None,
+            turn_tools=len(turn.tool_ids) if turn else 0,
+        ))
         agent = self._agents.get(tool.tool_use_id)
-        if agent is not None:
-            self._emit_agent(agent, tool, out)
+        if agent is not None and not agent.emitted:  # the subagent, inside its Task/Agent call
+            agent.emitted = True
+            ctx = self._contexts.get(agent.tool_use_id)
+            last = ctx.current.chat.acc if ctx is not None and ctx.current is not None else None
+            start = max(agent.start_ns, tool.start_ns)
+            out.append(self._tree.agent(
+                span_id=agent.span_id, tool_span_id=tool.span_id, start_ns=start,
+                end_ns=min(agent.end_ns, tool.end_ns or agent.end_ns),
+                agent_type=agent.agent_type or self._subagent_types.get(agent.tool_use_id, ""),
+                agent_id=agent.agent_id, tool_use_id=agent.tool_use_id, tool_input=tool.input,
+                answer="\n".join(last.texts) if last is not None and last.texts else None,
+                stop_reason=last.stop_reason if last is not None else None,
+            ))
         if turn is not None:
             self._try_emit_turn(turn, out)
-
-    def _emit_agent(self, agent: _Agent, tool: ToolCallState, out: list[SpanSpec]) -> None:
-        """The subagent's invoke_agent span, inside its Task/Agent call."""
-        if agent.emitted:
-            return
-        agent.emitted = True
-        name = agent.agent_type or self._subagent_types.get(agent.tool_use_id, "")
-        attrs = agent_attributes(name, agent.agent_id, agent.tool_use_id)
-        start = max(agent.start_ns, tool.start_ns)
-        end = min(agent.end_ns, tool.end_ns) if tool.end_ns is not None else agent.end_ns
-        out.append(
-            self._spec(
-                agent_span_name(name),
-                agent.span_id,
-                tool.span_id,
-                start,
-                max(start, end),
-                attrs,
-            )
-        )
 
     def _try_emit_turn(self, turn: _Turn, out: list[SpanSpec]) -> None:
         if turn.emitted or not turn.superseded or not turn.chat.emitted:
@@ -689,17 +671,14 @@ class TraceBuilder:
         if not all(t.emitted for t in tools):
             return
         turn.emitted = True
-        end = max([turn.chat.end_ns, *(t.end_ns or 0 for t in tools)])
-        attrs = turn_attributes(
-            turn.index,
-            len(tools),
-            self._subagent_types.get(turn.context, self._agent_name),
-            turn.chat.cost,
-            turn.context,
-        )
-        out.append(
-            self._spec(TURN, turn.span_id, turn.parent_span_id, turn.chat.start_ns, end, attrs)
-        )
+        out.append(self._tree.turn(
+            message_id=turn.chat.acc.message_id, parent_span_id=turn.parent_span_id,
+            start_ns=turn.chat.start_ns,
+            end_ns=max([turn.chat.end_ns, *(t.end_ns or 0 for t in tools)]),
+            index=turn.index, tool_calls=len(tools),
+            agent_name=self._subagent_types.get(turn.context, self._tree.agent_name),
+            cost=turn.chat.cost, parent_tool_use_id=turn.context,
+        ))
 
     def _hold_compaction(self) -> None:
         """The compaction finished; its span waits for the result that prices it."""
@@ -709,7 +688,7 @@ class TraceBuilder:
         self._compaction = None
         self._held_compactions.append(comp)
 
-    def _unstreamed_cost(self, result: Mapping[str, Any]) -> float | None:
+    def _unstreamed_usage(self, result: Mapping[str, Any]) -> dict[str, Usage] | None:
         """What this result's query spent beyond the chats the stream showed: the compaction
         requests, which Claude Code does not stream. None when that cannot be known."""
         since = result.get("model_usage_since_last_result")
@@ -718,157 +697,54 @@ class TraceBuilder:
             return None
         if not all(chat.acc.exact for chat in chats):
             return None  # a subagent's final usage comes later, from its transcript
-        return unaccounted_cost(
-            since, [(chat.acc.model or self._model, chat.acc.usage) for chat in chats],
-            self._prices,
+        return unaccounted_usage(
+            since, [(chat.acc.model or self._model, chat.acc.usage) for chat in chats]
         )
 
-    def _release_compactions(self, out: list[SpanSpec], cost: float | None) -> None:
+    def _release_compactions(self, out: list[SpanSpec], usage: dict[str, Usage] | None) -> None:
+        """The held compactions, the last with its own chat(s): the summary request's tokens,
+        priced like any chat."""
         held, self._held_compactions = self._held_compactions, []
+        costs: list[float | None] = []
+        for model, tokens in (usage or {}).items():
+            spec, cost = self._tree.compaction_chat(held[-1], model, tokens)
+            out.append(spec)
+            costs.append(cost)
+        self._compaction_chats += costs
+        total = None if usage is None or None in costs else sum(c for c in costs if c)
         for comp in held:
-            comp.cost_usd = cost / len(held) if cost is not None else None
+            comp.cost_usd = total / len(held) if total is not None else None
             self._compaction_costs.append(comp.cost_usd)
-            self._emit_compaction(comp, out)
-
-    def _emit_compaction(self, comp: Compaction, out: list[SpanSpec]) -> None:
-        spec = compaction_spec(comp, self._base())
-        out.append(
-            self._spec(
-                spec.name,
-                comp.span_id,
-                self._root_id,
-                comp.start_ns,
-                comp.end_ns or comp.start_ns,
-                dict(spec.attributes),
-                spec.status,
-            )
-        )
-
-    def _root_content(self) -> dict[str, AttributeValue]:
-        """The prompt, the final answer and the tools on offer (content capture only)."""
-        if not self._content.capture:
-            return {}
-        last = self._results[-1] if self._results else {}
-        return root_content(
-            self._content,
-            prompt=self._prompt,
-            answer=self._result_text,
-            stop_reason=str(last.get("stop_reason") or "") or None,
-            tools=[{"type": "function", "name": n} for n in self._tool_names],
-        )
+            out.append(self._tree.compaction(comp))
 
     def _root_spec(self, at_ns: int) -> SpanSpec:
-        attrs = root_attributes(self._agent_name, self._model)
+        attrs: dict[str, AttributeValue] = {}
         if self._version:
             attrs[A.CLAUDE_CODE_VERSION] = self._version
-        attrs.update(self._root_content())
         attrs.update(self._root_extra)
         attrs.update(result_attributes(self._results))
-        costs = [c.cost for c in self._chats.values()]
+        costs = [c.cost for c in self._chats.values()] + self._compaction_chats
         chat_sum = sum(c for c in costs if c is not None)
         unpriced = sum(1 for c in costs if c is None)
         attrs[A.COST_CHAT_SUM_USD] = chat_sum
         attrs[A.COST_UNPRICED_CHATS] = unpriced
-        compaction_sum = sum(c for c in self._compaction_costs if c is not None)
         if self._compaction_costs:
-            attrs[A.COST_COMPACTION_USD] = compaction_sum
+            attrs[A.COST_COMPACTION_USD] = sum(c for c in self._compaction_costs if c is not None)
         spent = run_cost_usd(self._results)
         if spent is not None:
             attrs[A.COST_RUN_USD] = spent
         total = spent if spent is not None else attrs.get(A.RESULT_TOTAL_COST_USD)
         if (isinstance(total, int | float) and unpriced == 0
                 and None not in self._compaction_costs):
-            attrs[A.COST_DIFFERENCE_USD] = round(chat_sum + compaction_sum - total, 12)
+            attrs[A.COST_DIFFERENCE_USD] = round(chat_sum - total, 12)
         if not self._results:
             attrs[A.INCOMPLETE] = True
-        return SpanSpec(
-            name=f"{A.OP_INVOKE_AGENT} {self._agent_name}",
-            trace_id=self._trace_id,
-            span_id=self._root_id,
-            parent_span_id=self._parent.span_id if self._parent is not None else None,
-            start_ns=self._start_ns,
-            end_ns=max(self._start_ns, at_ns),
-            attributes={**self._base(), **attrs},
-            status=result_status(self._results),
-            kind="internal",
-            parent_is_remote=self._parent is not None and self._parent.is_remote,
-            trace_state=self._trace_state,
+            attrs[A.ERROR_TYPE] = INCOMPLETE_ERROR
+        last = self._results[-1] if self._results else {}
+        return self._tree.root(
+            start_ns=self._start_ns, end_ns=max(self._start_ns, at_ns), model=self._model,
+            prompt=self._prompt, answer=self._result_text,
+            stop_reason=str(last.get("stop_reason") or "") or None,
+            status=result_status(self._results), attrs=attrs, tools=self._tool_names,
         )
 
-
-def root_content(
-    content: ContentPolicy,
-    *,
-    prompt: str | None,
-    answer: str | None,
-    stop_reason: str | None,
-    tools: list[dict[str, Any]] | None = None,
-) -> dict[str, AttributeValue]:
-    """An invoke_agent span's messages in the conventions' shape: the user's prompt in, the
-    agent's final answer out (both modes build their roots with this)."""
-    attrs: dict[str, AttributeValue] = {}
-    for name, items in (
-        (A.GEN_AI_INPUT_MESSAGES, [M.user_text(prompt)] if prompt is not None else []),
-        (
-            A.GEN_AI_OUTPUT_MESSAGES,
-            [M.output_message([M.text_part(answer)], M.finish_reason(stop_reason))]
-            if answer is not None
-            else [],
-        ),
-        (A.GEN_AI_TOOL_DEFINITIONS, tools or []),
-    ):
-        rendered = content.render_list(items) if items else None
-        if rendered is not None:
-            attrs[name] = rendered
-    return attrs
-
-
-TURN = "turn"
-
-
-def turn_attributes(
-    index: int, tool_calls: int, agent_name: str, cost: float | None, parent_tool_use_id: str
-) -> dict[str, AttributeValue]:
-    """A turn span's attributes (run and serve alike)."""
-    attrs: dict[str, AttributeValue] = {
-        A.TURN_INDEX: index,
-        A.TURN_TOOL_CALLS: tool_calls,
-        A.GEN_AI_AGENT_NAME: agent_name,
-    }
-    if cost is not None:
-        attrs[A.TURN_COST_USD] = cost
-    if parent_tool_use_id:
-        attrs[A.PARENT_TOOL_USE_ID] = parent_tool_use_id
-    return attrs
-
-
-def agent_attributes(agent_type: str, agent_id: str, tool_use_id: str) -> dict[str, AttributeValue]:
-    """A subagent's invoke_agent span: its type as the agent's name, its id."""
-    attrs: dict[str, AttributeValue] = {
-        A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
-        A.GEN_AI_PROVIDER_NAME: A.PROVIDER_ANTHROPIC,
-    }
-    if tool_use_id:
-        attrs[A.PARENT_TOOL_USE_ID] = tool_use_id
-    if agent_type:
-        attrs[A.GEN_AI_AGENT_NAME] = agent_type
-    if agent_id:
-        attrs[A.GEN_AI_AGENT_ID] = agent_id
-    return attrs
-
-
-def agent_span_name(agent_type: str) -> str:
-    return f"{A.OP_INVOKE_AGENT} {agent_type}" if agent_type else A.OP_INVOKE_AGENT
-
-
-def root_attributes(agent_name: str, model: str) -> dict[str, AttributeValue]:
-    """What every root (invoke_agent claude-code) carries, before the result."""
-    attrs: dict[str, AttributeValue] = {
-        A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
-        A.GEN_AI_PROVIDER_NAME: A.PROVIDER_ANTHROPIC,
-        A.GEN_AI_AGENT_NAME: agent_name,
-    }
-    if model:
-        attrs[A.SESSION_MODEL] = model
-        attrs[A.GEN_AI_REQUEST_MODEL] = model
-    return attrs

@@ -39,13 +39,14 @@ def test_the_command_hook_exports_the_archive_when_asked(
 
 
 def test_the_engine_exports_each_archive(
-    make_session: Callable[..., Session], tmp_path: Path
+    make_session: Callable[..., Session], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     policy = tmp_path / "policy.yaml"
     policy.write_text(f"version: 1\ncompaction:\n  path: {tmp_path / 'store'}\n"
                       "  settle_timeout_s: 0\n")
     with OtlpReceiver() as receiver:
-        sink = open_log_sink(log_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}))
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", receiver.endpoint + "/v1/logs")
+        sink = open_log_sink(log_settings({"OTEL_LOGS_EXPORTER": "otlp"}))
         assert sink is not None
         export = AuditExport(sink)
         engine = Engine([str(policy)], audit_export=export)

@@ -18,8 +18,9 @@ from tests.otlp_receiver import OtlpReceiver
 
 def _exported(log: Path, count: int, tmp_path: Path, *, start: int = 0) -> Path:
     """`count` decisions appended to `log` and exported; the OTLP JSON lines file received."""
-    with OtlpReceiver() as receiver:
-        sink = open_log_sink(log_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}))
+    with OtlpReceiver() as receiver, pytest.MonkeyPatch.context() as otel:
+        otel.setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", receiver.endpoint + "/v1/logs")
+        sink = open_log_sink(log_settings({"OTEL_LOGS_EXPORTER": "otlp"}))
         assert sink is not None
         export = AuditExport(sink)
         before = len(records(log)) if log.exists() else 0

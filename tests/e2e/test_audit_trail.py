@@ -174,6 +174,7 @@ def test_through_agent_gateway_serve_with_a_key(
         AGENT_GATEWAY_CLAUDE_PROJECTS=str(sandbox.projects_root),
         AGENT_GATEWAY_AUDIT_KEY_FILE=str(key_file),
         OTEL_TRACES_EXPORTER="otlp",
+        OTEL_LOGS_EXPORTER="otlp",  # logs are off unless asked for, endpoint or not
         OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
         OTEL_BSP_SCHEDULE_DELAY="100",
         OTEL_BLRP_SCHEDULE_DELAY="100",

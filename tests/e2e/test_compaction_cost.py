@@ -1,4 +1,5 @@
-"""On the real Claude Code: a compaction's cost is on its span and the root's difference is zero."""
+"""On the real Claude Code: a compaction's cost is on its span and its chat, and the root's
+difference is zero."""
 
 from __future__ import annotations
 
@@ -44,7 +45,10 @@ def test_a_compaction_only_run_has_no_cost_difference(
     (compaction,) = [s for s in spans if s["name"] == "compaction"]
     expected = len(summaries) * (3000 * 4 + 100 * 20) / 1e6  # claude-opus-5-5's prices
     assert compaction["attributes"][A.COMPACTION_COST_USD] == pytest.approx(expected)
-    assert root[A.COST_CHAT_SUM_USD] == 0
+    # the summary request is the compaction's chat, so the chats add up to what was spent
+    (chat,) = [s for s in spans if s["parent_span_id"] == compaction["span_id"]]
+    assert chat["attributes"][A.GEN_AI_USAGE_COST] == pytest.approx(expected)
+    assert root[A.COST_CHAT_SUM_USD] == pytest.approx(expected)
     assert root[A.COST_RUN_USD] == pytest.approx(expected)
     assert root[A.COST_DIFFERENCE_USD] == 0
     # total_cost_usd counts the whole session, the first process's chat included

@@ -132,7 +132,10 @@ def assert_tree(trace: Spans, root: Span) -> None:
             assert parent["name"] in SUBAGENT_TOOLS, parent["name"]
         elif op == "turn":  # the main agent's turns, or a subagent's inside its invoke_agent
             assert parent is root or parent["name"].startswith("invoke_agent"), parent["name"]
-        elif op in ("chat", "execute_tool"):
+        elif op == "chat":  # a response in its turn, or a compaction's own summary request
+            where = f"{span['name']} under {parent['name']}"
+            assert parent["name"] in ("turn", "compaction"), where
+        elif op == "execute_tool":
             assert parent["name"] == "turn", f"{span['name']} under {parent['name']}"
         # children lie within their parent's time (1 ms slack for clock rounding)
         assert parent["start_ns"] - 1_000_000 <= span["start_ns"], span["name"]
@@ -461,8 +464,16 @@ def test_manual_compaction_span_with_trigger_tokens_and_archive_id(
     # the archive it names exists in the local store under AGENT_GATEWAY_HOME
     stored = [p for p in sandbox.gateway_home.rglob("*") if archive_id in str(p)]
     assert stored, sorted(str(p) for p in sandbox.gateway_home.rglob("*"))
-    # the compaction request itself was answered as scripted
+    # the compaction request itself was answered as scripted, and is the compaction's chat:
+    # its tokens and cost, though Claude Code streams nothing of it
     assert [r.kind for r in server.requests] == ["prompt", "compaction"]
+    (chat,) = children(trace, comp)
+    summary = server.requests[1]
+    assert chat["name"] == "chat claude-opus-5-5" and chat["kind"] == "SPAN_KIND_CLIENT"
+    assert chat["attributes"]["gen_ai.usage.output_tokens"] == scripted_response(
+        server, summary).usage.output_tokens
+    assert chat["attributes"]["gen_ai.usage.cost"] == pytest.approx(
+        c["agent_gateway.compaction.cost_usd"])
 
 
 def test_subagent_chat_and_tools_nest_under_the_task_span(

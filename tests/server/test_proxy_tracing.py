@@ -19,6 +19,7 @@ from gateway.server.tracing import ServerTracer, root_ref
 from gateway.telemetry import ContentPolicy, load_price_table
 from gateway.telemetry import attributes as A
 from gateway.testing import ScriptedServer
+from gateway.types import Decision
 from tests.server.conftest import AppFactory, ListSink
 
 REQUEST = {
@@ -264,3 +265,18 @@ async def test_a_long_stream_is_folded_as_it_passes_and_keeps_no_events(
     assert message["parts"] == [
         {"type": "text", "content": "0123456789" * 4 + "...[truncated 49960 chars]"}
     ]
+
+
+def test_the_shared_trace_state_keeps_no_command_text_without_content_capture() -> None:
+    # Replicas share it (Redis): a decision's `matched` (the command a rule matched) stays out.
+    state, sink = MemoryTraceState(), ListSink()
+    tracer = ServerTracer(sink, load_price_table(), content=ContentPolicy(), state=state)
+    decision = Decision("deny", rule_id="no-rm", reason="no", matched="rm -rf /srv/secret-db")
+    body = {"session_id": "sess-9", "tool_use_id": "toolu_9", "tool_name": "Bash",
+            "tool_input": {"command": "rm -rf /srv/secret-db"}}
+    tracer.on_pre_tool_use(body, decision)
+    assert tracer.flush(10)
+    tracer.close()
+    assert "secret-db" not in json.dumps(state.get_all("sess-9"))
+    (tool,) = [s for s in sink.spans if s.name == "execute_tool Bash"]
+    assert tool.attributes[A.POLICY_RULE_ID] == "no-rm"

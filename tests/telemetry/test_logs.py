@@ -25,17 +25,16 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "audit.md"
 
 def test_settings_come_from_the_standard_variables_only() -> None:
     assert log_settings({}).exporters == ()
+    # An endpoint alone does not turn logs on: a trace-only backend answers them with 404.
     endpoint = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}
-    assert log_settings(endpoint).exporters == ("otlp",)
-    assert log_settings(endpoint).endpoint == "http://c:4318/v1/logs"
-    assert log_settings(endpoint, endpoint_implies_otlp=False).exporters == ()
+    assert log_settings(endpoint).exporters == ()
     explicit = {**endpoint, "OTEL_LOGS_EXPORTER": "otlp,console"}
-    assert log_settings(explicit, endpoint_implies_otlp=False).exporters == ("otlp", "console")
+    assert log_settings(explicit).exporters == ("otlp", "console")
     assert log_settings({**endpoint, "OTEL_LOGS_EXPORTER": "none"}).exporters == ()
-    own = {"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://l:9/x", "OTEL_LOGS_EXPORTER": "otlp"}
-    assert log_settings(own).endpoint == "http://l:9/x"
     with pytest.raises(ConfigError, match="OTEL_LOGS_EXPORTER: unsupported exporter 'kafka'"):
         log_settings({"OTEL_LOGS_EXPORTER": "kafka"})
+    with pytest.raises(ConfigError, match="'http/json'"):
+        log_settings({"OTEL_LOGS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
     # Our batch defaults step aside for the SDK's own variables.
     assert (log_settings({}).batch_delay_ms, log_settings({}).batch_size) == (200, 64)
     sdk = log_settings({"OTEL_BLRP_SCHEDULE_DELAY": "50", "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE": "8"})
@@ -48,10 +47,13 @@ def _decide(log: Path, n: int, session: str = "sess-1") -> dict[str, object]:
     return append_decision(call, Decision("deny", "no-rm", "not here"), log)
 
 
-def test_a_decision_arrives_with_its_record_hash_and_tool_span(tmp_path: Path) -> None:
+def test_a_decision_arrives_with_its_record_hash_and_tool_span(
+    tmp_path: Path, otel: pytest.MonkeyPatch
+) -> None:
     with OtlpReceiver() as receiver:
-        settings = log_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-                                 "OTEL_SERVICE_NAME": "gw-test"})
+        otel.setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", receiver.endpoint + "/v1/logs")
+        otel.setenv("OTEL_SERVICE_NAME", "gw-test")
+        settings = log_settings({"OTEL_LOGS_EXPORTER": "otlp"})
         sink = open_log_sink(settings)
         assert sink is not None
         export = AuditExport(sink)
@@ -81,12 +83,14 @@ def test_a_decision_arrives_with_its_record_hash_and_tool_span(tmp_path: Path) -
     assert archive["span_id"] == f"{session_root('sess-1').span_id:016x}"
 
 
-def test_a_dead_collector_costs_one_refusal_and_is_counted(tmp_path: Path) -> None:
+def test_a_dead_collector_costs_one_refusal_and_is_counted(
+    tmp_path: Path, otel: pytest.MonkeyPatch
+) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    sink = open_log_sink(log_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"}),
-                         synchronous=True)
+    otel.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
+    sink = open_log_sink(log_settings({"OTEL_LOGS_EXPORTER": "otlp"}), synchronous=True)
     assert sink is not None
     export = AuditExport(sink)
     started = time.monotonic()
@@ -108,10 +112,14 @@ def test_every_log_attribute_is_documented_once() -> None:
     assert set(rows) == names
 
 
-def test_batched_export_sends_everything_by_shutdown(tmp_path: Path) -> None:
+def test_batched_export_sends_everything_by_shutdown(
+    tmp_path: Path, otel: pytest.MonkeyPatch
+) -> None:
     with OtlpReceiver() as receiver:
-        settings = log_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-                                 "OTEL_BLRP_SCHEDULE_DELAY": "60000"})  # only size or shutdown
+        otel.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        otel.setenv("OTEL_BLRP_SCHEDULE_DELAY", "60000")  # only size or shutdown
+        settings = log_settings({"OTEL_LOGS_EXPORTER": "otlp",
+                                 "OTEL_BLRP_SCHEDULE_DELAY": "60000"})
         sink = open_log_sink(settings)
         assert sink is not None
         export = AuditExport(sink)

@@ -26,18 +26,17 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 
 def test_settings_come_from_the_standard_variables_only() -> None:
     assert metric_settings({}).exporters == ()
-    assert metric_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}).exporters == (
-        "otlp",)
-    both = metric_settings({"OTEL_METRICS_EXPORTER": "prometheus, otlp,none",
-                            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://c:4318/m"})
-    assert both.exporters == ("prometheus", "otlp") and both.endpoint == "http://c:4318/m"
+    # An endpoint alone does not turn metrics on: a trace-only backend answers them with 404.
+    assert metric_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}).exporters == ()
+    both = metric_settings({"OTEL_METRICS_EXPORTER": "prometheus, otlp,none"})
+    assert both.exporters == ("prometheus", "otlp")
     assert metric_settings({"OTEL_METRICS_EXPORTER": "none",
                             "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c"}).exporters == ()
-    grpc = metric_settings({"OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
-                            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317"})
-    assert (grpc.protocol, grpc.endpoint) == ("grpc", "http://c:4317")
     with pytest.raises(ConfigError, match="OTEL_METRICS_EXPORTER: unsupported exporter 'statsd'"):
         metric_settings({"OTEL_METRICS_EXPORTER": "statsd"})
+    with pytest.raises(ConfigError, match="'thrift'"):
+        metric_settings({"OTEL_METRICS_EXPORTER": "otlp",
+                         "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "thrift"})
 
 
 def test_disabled_metrics_cost_nothing_and_record_nothing() -> None:
@@ -72,14 +71,11 @@ def test_monitor_mode_decisions_are_counted_as_would_be_denies() -> None:
                  agent_gateway_policy_mode="enforce") == 1
 
 
-def test_otlp_export_at_shutdown_carries_every_instrument() -> None:
+def test_otlp_export_at_shutdown_carries_every_instrument(otel: pytest.MonkeyPatch) -> None:
     with OtlpReceiver() as receiver:
-        metrics = open_metrics(
-            metric_settings({"OTEL_METRICS_EXPORTER": "otlp",
-                             "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-                             "OTEL_SERVICE_NAME": "gw-test"}),
-            periodic=False,
-        )
+        otel.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        otel.setenv("OTEL_SERVICE_NAME", "gw-test")
+        metrics = open_metrics(metric_settings({"OTEL_METRICS_EXPORTER": "otlp"}), periodic=False)
         metrics.chat(team="t", model="claude-opus-5-5", usage=Usage(10, 3), duration_s=0.25,
                      cost_usd=0.5)
         metrics.chat(team="t", model="claude-opus-5-5", usage=None, duration_s=0.1,
@@ -113,14 +109,11 @@ def test_console_exporter_writes_to_stderr(capsys: pytest.CaptureFixture[str]) -
     assert M.HOOK_DURATION in capsys.readouterr().err
 
 
-def test_an_unreachable_collector_never_raises() -> None:
+def test_an_unreachable_collector_never_raises(otel: pytest.MonkeyPatch) -> None:
     from tests.redis_server import free_port
 
-    metrics = open_metrics(
-        metric_settings({"OTEL_METRICS_EXPORTER": "otlp",
-                         "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{free_port()}"}),
-        periodic=False,
-    )
+    otel.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{free_port()}")
+    metrics = open_metrics(metric_settings({"OTEL_METRICS_EXPORTER": "otlp"}), periodic=False)
     metrics.hook("Stop", 0.001)
     metrics.shutdown(timeout_s=2)
     assert metrics.dropped >= 1

@@ -292,7 +292,12 @@ def check(spans: list[dict[str, Any]], result: dict[str, Any]) -> list[tuple[str
         prompts == [1201, 1302, 1403, 1504] and completions == [41, 42, 43, 44],
         f"prompt {prompts}, completion {completions}",
     )
-    inputs = [_messages(s, "llm.input_messages") for s in llm]
+    # Behind serve a request also carries the system prompt and Claude Code's system messages
+    # (Phoenix shows them as system messages); the conversation is the rest.
+    inputs = [
+        [m for m in _messages(s, "llm.input_messages") if m.get("message.role") != "system"]
+        for s in llm
+    ]
     outputs = [_messages(s, "llm.output_messages") for s in llm]
     expect(
         "input messages on every LLM span (the conversation so far)",
