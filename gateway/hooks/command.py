@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING
 from gateway.errors import EXIT_BLOCK, EXIT_OK, one_line
 
 if TYPE_CHECKING:
-    from gateway.archive.config import CompactionSettings
+    from gateway.compaction import CompactionSettings
     from gateway.hooks.deadline import Ticket
     from gateway.hooks.decision import PreToolUseAnswer
     from gateway.hooks.trail import AuditExport
@@ -59,7 +59,7 @@ def run_hook(
 
     def load_settings() -> tuple[CompactionSettings, str]:
         if not policy_paths:
-            from gateway.archive.config import CompactionSettings
+            from gateway.compaction import CompactionSettings
 
             return CompactionSettings(), ""
         from gateway.policy import load_policy

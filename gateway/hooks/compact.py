@@ -24,8 +24,8 @@ from gateway.telemetry import metric_names as M
 from gateway.types import CompactRequest
 
 if TYPE_CHECKING:
-    from gateway.archive.config import CompactionSettings
     from gateway.archive.manifest import Manifest
+    from gateway.compaction import CompactionSettings
     from gateway.hooks.decision import TrailSink
     from gateway.hooks.trail import AuditExport
 

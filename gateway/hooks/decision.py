@@ -123,7 +123,8 @@ def answer_pre_tool_use(
         return _failed("gave no answer before its deadline", call, current.bundle_hash)
     try:
         record = append_decision(
-            call, decision, audit_log, redactor=policy_redactor(current), extra=audit_extra
+            call, decision, audit_log, redactor=policy_redactor(current.compaction),
+            extra=audit_extra,
         )
     except Exception as exc:
         # An unrecorded decision is not one this gateway makes.
@@ -159,7 +160,8 @@ def deny_unanswered(
     try:
         record = append_decision(
             call, decision, audit_log,
-            redactor=policy_redactor(policy) if policy is not None else None, extra=audit_extra,
+            redactor=policy_redactor(policy.compaction) if policy is not None else None,
+            extra=audit_extra,
         )
     except Exception as exc:
         return _failed(f"could not write its audit log: {one_line(exc, typed=True)}", call,

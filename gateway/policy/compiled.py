@@ -16,7 +16,7 @@ from gateway.policy.domains import DomainPattern
 from gateway.policy.paths import PathPattern
 
 if TYPE_CHECKING:
-    from gateway.archive.config import CompactionSettings
+    from gateway.compaction import CompactionSettings
 
 RuleDecision = Literal["deny", "ask", "allow"]
 BUILTIN_LAYER = "builtin"
@@ -152,8 +152,8 @@ class Policy:
                      for r in layer.rules)
 
     def compaction_settings(self) -> CompactionSettings:
-        """The merged section as `gateway.archive.config.CompactionSettings` (imports pydantic)."""
-        from gateway.archive.config import CompactionSettings
+        """The merged section as `gateway.compaction.CompactionSettings` (imports pydantic)."""
+        from gateway.compaction import CompactionSettings
 
         return CompactionSettings.model_validate(dict(self.compaction or {}))
 

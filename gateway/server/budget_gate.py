@@ -37,11 +37,11 @@ from gateway.budgets.ledger import (
 )
 from gateway.budgets.limits import Limit, usd, window_of
 from gateway.budgets.request import CallShape
-from gateway.server.auth import Caller
 from gateway.server.proxy import ProxiedExchange
 from gateway.telemetry import metric_names as M
 from gateway.telemetry.metrics import BudgetRow, GatewayMetrics
 from gateway.telemetry.pricing import NANOS_PER_USD, PriceTable
+from gateway.tenancy.tokens import Caller
 
 log = logging.getLogger("gateway.server.budgets")
 

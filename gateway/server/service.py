@@ -39,7 +39,6 @@ from gateway.hooks.trail import AuditExport
 from gateway.policy.reload import INTERVAL_S, PolicyFiles
 from gateway.sdk.agent_env import remote_agent_env
 from gateway.server import audit_events as ev
-from gateway.server.auth import Caller
 from gateway.server.bodies import JSONBody, decode_object
 from gateway.server.budget_gate import BudgetGate
 from gateway.server.decided import DecidedCalls
@@ -65,6 +64,7 @@ from gateway.server.tracing import ServerTracer
 from gateway.server.workers import JobFailed, JobTimeout, WorkerPool
 from gateway.telemetry import metric_names as M
 from gateway.telemetry.metrics import GatewayMetrics
+from gateway.tenancy.tokens import Caller
 from gateway.types import JSON, Decision, JSONObject
 
 if TYPE_CHECKING:
