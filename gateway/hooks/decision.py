@@ -27,7 +27,7 @@ from gateway.audit.log import append_decision
 from gateway.audit.record import policy_redactor
 from gateway.errors import HookInputError, one_line
 from gateway.hookio.parse import RawInput, parse_pre_tool_use
-from gateway.hookio.render import render_pre_tool_use
+from gateway.hookio.render import render_deny, render_pre_tool_use
 from gateway.hookio.wire import PreToolUseOutput
 from gateway.policy.evaluate import decide
 from gateway.types import FAIL_CLOSED_RULE, Decision, ToolCall
@@ -198,17 +198,6 @@ def _answer(
     except Exception as exc:
         _log_exception("hook output not rendered")
         decision = fail_closed(f"agent-gateway could not render its answer: {one_line(exc)}")
-        output = deny_output(decision.reason)
+        output = render_deny(decision.reason)
         failure = decision.reason
     return PreToolUseAnswer(decision, output, call, record, failure)
-
-
-def deny_output(reason: str) -> PreToolUseOutput:
-    """A deny as hook output, built without the renderer (for when rendering failed)."""
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }
-    }

@@ -17,6 +17,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from gateway.env import METRICS_TOKEN_ENV, TOKEN_ENV
+from gateway.hookio.render import render_block, render_deny
 from gateway.tenancy.tokens import Caller, TokenTable
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
@@ -73,13 +74,9 @@ def _refuse(request: web.Request) -> web.Response:
     body: dict[str, Any] = {"error": HOOK_AUTH_FAILURE}
     event = request.match_info.get("event") if request.path.startswith("/hooks/") else None
     if event == "PreToolUse":
-        body["hookSpecificOutput"] = {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": HOOK_AUTH_FAILURE,
-        }
+        body.update(render_deny(HOOK_AUTH_FAILURE))
     elif event == "PreCompact":
-        body.update({"decision": "block", "reason": HOOK_AUTH_FAILURE})
+        body.update(render_block(HOOK_AUTH_FAILURE))
     return web.json_response(body, status=401, headers={"WWW-Authenticate": "Bearer"})
 
 
