@@ -17,6 +17,7 @@ compiled-policy evaluation, the audit log and the standard library, nothing else
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from gateway.audit.log import append_decision
 from gateway.audit.record import policy_redactor
+from gateway.env import environment
 from gateway.errors import HookInputError, one_line
 from gateway.hookio.parse import RawInput, parse_pre_tool_use
 from gateway.hookio.render import render_deny, render_pre_tool_use
@@ -99,7 +101,7 @@ def answer_pre_tool_use(
     `claim` (a deadline's Ticket.record) is asked just before the decision is recorded:
     False means its deadline has passed and its deny answers, so nothing is recorded here."""
     try:
-        call = parse_pre_tool_use(raw)
+        call = dataclasses.replace(parse_pre_tool_use(raw), environ=environment())
     except Exception as exc:
         typed = not isinstance(exc, HookInputError)
         return _failed(f"could not read the hook input: {one_line(exc, typed=typed)}")
@@ -151,7 +153,7 @@ def deny_unanswered(
     `policy`'s redaction, the built-in one when it had not loaded), then rendered; never
     raises. Its `failure` is `reason` (the command hook exits 2 with it)."""
     try:
-        call = parse_pre_tool_use(raw)
+        call = dataclasses.replace(parse_pre_tool_use(raw), environ=environment())
     except Exception as exc:
         typed = not isinstance(exc, HookInputError)
         return _failed(f"could not read the hook input: {one_line(exc, typed=typed)}")

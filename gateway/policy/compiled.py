@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from gateway.policy.bash_rules import BashPattern
@@ -133,6 +133,10 @@ class Policy:
     """False when the org file turned the built-in self-protection rules off (audited)."""
     sandbox: SandboxMode = "off"
     """`required` when any file asks for Claude Code's OS sandbox (policy/sandbox.py)."""
+    memo: dict[tuple[str, ...], tuple[Any, ...]] = field(
+        default_factory=dict, compare=False, repr=False)
+    """What the evaluator works out once per policy (the search roots of its path rules per
+    cwd and home): held here, so a decision depends on the policy and the call only."""
     sandbox_fingerprint: str = ""
     """Identifies the sandbox settings compiled from this policy: a session whose settings
     carry it runs under a sandbox that holds this policy's file rules (policy/sandbox.py)."""
