@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal, NamedTuple
 
 Anchor = Literal["abs", "home", "root", "cwd"]
@@ -111,16 +112,19 @@ class Lookup:
     link may change between two decisions, and each resolves them anew (within one, the
     first resolution is the one used)."""
 
-    home: str
-    """What `~` stands for."""
     environ: Mapping[str, str]
-    """The variables a Bash command inherits."""
+    """The variables a Bash command inherits; its HOME is what `~` stands for."""
     deadline: float
     """When the decision's hard-link searches stop."""
     bases: dict[tuple[Anchor, str], tuple[str, ...]] = field(default_factory=dict)
     """Anchors resolved: a decision checks dozens of rules against the same two or three
     directories, and resolving one costs a system call per path component."""
     walks: dict[tuple[str, ...], _Walk] = field(default_factory=dict)
+
+    @cached_property
+    def home(self) -> str:
+        """HOME, else the password database's entry (looked up only when `~` is used)."""
+        return self.environ.get("HOME") or account_home()
 
 
 _LOOKUP: ContextVar[Lookup | None] = ContextVar("agent_gateway_lookup", default=None)
@@ -142,8 +146,7 @@ def deciding(environ: Mapping[str, str] | None = None, link_budget_s: float | No
     searches get `link_budget_s` from now."""
     environ = {} if environ is None else environ
     budget = LINK_SEARCH_BUDGET_S if link_budget_s is None else link_budget_s
-    lookup = Lookup(environ.get("HOME") or account_home(), environ,
-                    time.monotonic() + budget)
+    lookup = Lookup(environ, time.monotonic() + budget)
     token = _LOOKUP.set(lookup)
     try:
         yield lookup
@@ -153,7 +156,7 @@ def deciding(environ: Mapping[str, str] | None = None, link_budget_s: float | No
 
 def _lookup() -> Lookup:
     """The decision under way's, or (outside one) a throwaway one."""
-    return _LOOKUP.get() or Lookup(account_home(), {}, time.monotonic() + LINK_SEARCH_BUDGET_S)
+    return _LOOKUP.get() or Lookup({}, time.monotonic() + LINK_SEARCH_BUDGET_S)
 
 
 def decision_home() -> str:
