@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -23,6 +24,13 @@ METRICS_TOKEN_ENV = "AGENT_GATEWAY_METRICS_TOKEN"
 RUN_HOOK_TOKEN_ENV = "AGENT_GATEWAY_RUN_HOOK_TOKEN"
 """The bearer token of a run's loopback hook endpoint, set by the run in Claude Code's
 environment (never read from the gateway's own)."""
+
+
+def environment() -> Mapping[str, str]:
+    """The process's environment, read-only: what a tool call the gateway decides runs in
+    (Claude Code passes its own to the hook). Handed to the evaluator on the ToolCall, as
+    the evaluator reads no environment of its own."""
+    return os.environ
 
 
 def gateway_home() -> Path:
@@ -148,14 +156,9 @@ def tokens_files() -> list[str]:
 
 
 def variable(name: str) -> str | None:
-    """A variable a configuration file names (a tokens-file entry's `token_env`, `$NAME` in
-    a command being analysed), or None when unset."""
+    """A variable a configuration file names (a tokens-file entry's `token_env`), or None
+    when unset."""
     return os.environ.get(name)
-
-
-def config_home() -> str:
-    """XDG_CONFIG_HOME, else ~/.config (where git reads its user configuration)."""
-    return os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
 
 
 def snapshot() -> dict[str, str]:

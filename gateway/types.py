@@ -32,6 +32,11 @@ class ToolCall:
     agent_type: str = ""
     permission_mode: str = ""
     transcript_path: str = ""
+    environ: Mapping[str, str] = field(default_factory=dict)
+    """The environment the call runs in (Claude Code passes its own to the hook), handed in
+    by the shell (gateway.env), not part of the hook input: what `~` (its HOME; else the
+    password database's entry) and the variables a Bash command inherits stand for. The
+    evaluator reads no environment of its own."""
 
 
 FAIL_CLOSED_RULE = "gateway.fail-closed"

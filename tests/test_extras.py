@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.archive.config import CompactionSettings
 from gateway.archive.store import open_store
+from gateway.compaction import CompactionSettings
 from gateway.errors import ConfigError
 from gateway.hooks.compact import archive_before_compact
 from gateway.types import CompactRequest

@@ -11,12 +11,12 @@ from pathlib import Path
 
 from gateway import __version__
 from gateway.archive.capture import SessionFile, open_confined, session_files, settle
-from gateway.archive.config import CompactionSettings
 from gateway.archive.manifest import ArchiveFacts, FileRecord, Manifest, build_manifest
 from gateway.archive.redact import Redactor, redaction_rules
 from gateway.archive.sealing import Sealing
 from gateway.archive.store import ArchiveStore
 from gateway.archive.streaming import archive_stream
+from gateway.compaction import CompactionSettings
 from gateway.env import claude_projects_root
 from gateway.errors import ArchiveError
 from gateway.integrity.keys import FROM_ENV, KeyChoice, resolve_keys

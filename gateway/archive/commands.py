@@ -10,10 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from gateway.archive.config import CompactionSettings
 from gateway.archive.manifest import archived_files, transcript_object
 from gateway.archive.reader import Stored, copy_object, manifests, resolve, verify_store
 from gateway.archive.store import ArchiveStore, open_store
+from gateway.compaction import CompactionSettings
 from gateway.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ArchiveError, ChainError, GatewayError
 from gateway.integrity.checkpoint import checkpoint_summary
 

@@ -15,7 +15,7 @@ from gateway.errors import ConfigError
 
 
 class RedactionRule(Protocol):
-    """What a rule needs: `gateway.archive.config.RedactionRule` from a policy, or `Pattern`."""
+    """What a rule needs: `gateway.compaction.RedactionRule` from a policy, or `Pattern`."""
 
     @property
     def id(self) -> str: ...

@@ -23,7 +23,6 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from gateway.archive.chain import ChainEntry, head_hash, next_seq
-from gateway.archive.config import CompactionSettings
 from gateway.archive.manifest import Manifest
 from gateway.archive.sealing import CHECKPOINT_KEY, Sealing, next_checkpoint
 from gateway.archive.store import (
@@ -34,6 +33,7 @@ from gateway.archive.store import (
     manifest_key,
     object_key,
 )
+from gateway.compaction import CompactionSettings
 from gateway.errors import ArchiveError, ConfigError
 from gateway.hashchain import canonical_json
 from gateway.integrity.checkpoint import checkpoint_problem

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from gateway.archive.chain import ChainEntry
-from gateway.archive.config import CompactionSettings
 from gateway.archive.sealing import Sealing
+from gateway.compaction import CompactionSettings
 from gateway.env import gateway_home
 from gateway.errors import ConfigError
 from gateway.types import JSONObject

@@ -14,14 +14,12 @@ import json
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal, NamedTuple, NotRequired, TypedDict
+from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
 
 from gateway.archive.redact import BUILTIN_RULES, Pattern, Redactor, patterns_from, redact_json
 from gateway.hashchain import canonical_json
 from gateway.types import JSON, Decision, DecisionKind, EnforcedBy, ToolCall
 
-if TYPE_CHECKING:
-    from gateway.policy.compiled import Policy
 
 class DecisionRecord(TypedDict):
     """One PreToolUse decision, before it is chained."""
@@ -116,9 +114,10 @@ def audit_redactor(patterns: tuple[Pattern, ...] = ()) -> Redactor:
     return Redactor((*BUILTIN_RULES, *patterns))
 
 
-def policy_redactor(policy: Policy) -> Redactor:
-    """The redactor for a compiled policy: built-in rules and its `compaction.redact`."""
-    return audit_redactor(patterns_from(policy.compaction))
+def policy_redactor(compaction: Mapping[str, Any] | None) -> Redactor:
+    """The redactor for a policy's merged `compaction:` section (plain data, as a compiled
+    policy holds it): built-in rules and its `redact:` patterns."""
+    return audit_redactor(patterns_from(compaction))
 
 
 def decision_record(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from gateway.errors import GatewayError
 
 if TYPE_CHECKING:
-    from gateway.archive.config import CompactionSettings
+    from gateway.compaction import CompactionSettings
 from gateway.cli.parser import Parser, Subcommands
 
 
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _settings(policy_paths: list[str]) -> CompactionSettings:
-    from gateway.archive.config import CompactionSettings
+    from gateway.compaction import CompactionSettings
 
     if not policy_paths:
         return CompactionSettings()

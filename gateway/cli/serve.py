@@ -26,10 +26,10 @@ from gateway.errors import GatewayError, one_line
 if TYPE_CHECKING:
     from gateway.budgets.limits import Limit
     from gateway.server.app import ServeConfig
-    from gateway.server.auth import TokenTable
     from gateway.server.budget_gate import BudgetGate
     from gateway.telemetry.metrics import GatewayMetrics
     from gateway.telemetry.pricing import PriceTable
+    from gateway.tenancy.tokens import TokenTable
 
 DRAIN_SECONDS = 30.0
 IDLE_TIMEOUT_S = 75.0
@@ -116,7 +116,7 @@ def serve_command(args: ServeArgs) -> int:
             return 2
     from gateway.integrity.keys import keys_from_env
     from gateway.policy import load_policy
-    from gateway.server.auth import load_tokens
+    from gateway.tenancy.tokens import load_tokens
 
     try:
         load_policy(args.policy)  # what the service loads again: a bad file stops it here

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import cast
+from typing import Any, cast
 
 from gateway.errors import HookInputError
 from gateway.types import CompactRequest, JSONObject, ToolCall
@@ -51,7 +51,7 @@ def tool_call_from_input(data: object) -> ToolCall:
     tool_input = data.get("tool_input", {})
     if not isinstance(tool_input, dict):
         raise HookInputError("tool_input must be a JSON object")
-    fields: dict[str, str] = {}
+    fields: dict[str, Any] = {}  # str values, each one of ToolCall's string fields
     for key in _OPTIONAL_STRINGS:
         value = data.get(key)
         if value is None:

@@ -1,53 +1,11 @@
-"""Hook JSON as Claude Code sends and reads it, per event (see shared/reference
-hook-inputs.jsonl and Claude Code's hooks reference). The parse functions beside this turn
-inputs into plain values (gateway.types); nothing past them reads these dicts.
+"""The hook output JSON Claude Code reads, per event (Claude Code's hooks reference);
+render.py builds it. Inputs are not typed here: parse.py checks each field it reads and
+turns it into plain values (gateway.types), and nothing past it reads the input dicts.
 """
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
-
-from gateway.types import JSON, JSONObject
-
-
-class _CommonInput(TypedDict):
-    """Fields every hook input carries (some only in some versions: not required here)."""
-
-    hook_event_name: str
-    session_id: NotRequired[str]
-    transcript_path: NotRequired[str]
-    cwd: NotRequired[str]
-    prompt_id: NotRequired[str]
-    permission_mode: NotRequired[str]
-    agent_id: NotRequired[str]
-    agent_type: NotRequired[str]
-
-
-class PreToolUseInput(_CommonInput):
-    tool_name: str
-    tool_input: JSONObject
-    tool_use_id: NotRequired[str]
-    effort: NotRequired[JSONObject]
-
-
-class PostToolUseInput(_CommonInput):
-    """PostToolUse and PostToolUseFailure."""
-
-    tool_name: str
-    tool_input: JSONObject
-    tool_use_id: NotRequired[str]
-    tool_response: NotRequired[JSON]
-    error: NotRequired[str]
-    duration_ms: NotRequired[float]
-
-
-class PreCompactInput(_CommonInput):
-    trigger: Literal["manual", "auto"]
-    custom_instructions: str | None
-
-
-class SessionEndInput(_CommonInput):
-    reason: NotRequired[str]
+from typing import Literal, TypedDict
 
 
 class PreToolUseHookSpecificOutput(TypedDict):

@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING
 from gateway.errors import EXIT_BLOCK, EXIT_OK, one_line
 
 if TYPE_CHECKING:
-    from gateway.archive.config import CompactionSettings
+    from gateway.compaction import CompactionSettings
     from gateway.hooks.deadline import Ticket
     from gateway.hooks.decision import PreToolUseAnswer
     from gateway.hooks.trail import AuditExport
@@ -59,7 +59,7 @@ def run_hook(
 
     def load_settings() -> tuple[CompactionSettings, str]:
         if not policy_paths:
-            from gateway.archive.config import CompactionSettings
+            from gateway.compaction import CompactionSettings
 
             return CompactionSettings(), ""
         from gateway.policy import load_policy
@@ -162,21 +162,22 @@ def _decide(
 
 def _deadline_deny(got: _Progress, deadline_s: float) -> PreToolUseAnswer:
     """Record the deny the deadline gives, itself bounded: a hook never outlives its timeout."""
+    from gateway.hookio.render import render_deny
     from gateway.hooks.deadline import RECORD_GRACE_S, DeadlineExceeded, alarm
-    from gateway.hooks.decision import PreToolUseAnswer, deny_output, deny_unanswered, fail_closed
+    from gateway.hooks.decision import PreToolUseAnswer, deny_unanswered, fail_closed
 
     reason = (f"agent-gateway: no decision within the command hook's {deadline_s:g} s "
               "deadline, so the call is denied")
     if got.raw is None:
         decision = fail_closed(f"{reason} (the hook input was not read in time)")
-        return PreToolUseAnswer(decision, deny_output(decision.reason), failure=decision.reason)
+        return PreToolUseAnswer(decision, render_deny(decision.reason), failure=decision.reason)
     try:
         with alarm(RECORD_GRACE_S):
             return deny_unanswered(got.raw, reason, got.policy, trail=got.trail)
     except DeadlineExceeded:
         decision = fail_closed(f"{reason}; the deny could not be written to its audit log "
                                f"within {RECORD_GRACE_S:g} s more")
-        return PreToolUseAnswer(decision, deny_output(decision.reason), failure=decision.reason)
+        return PreToolUseAnswer(decision, render_deny(decision.reason), failure=decision.reason)
 
 
 def cached_policy(policy_paths: Sequence[str]) -> Policy:

@@ -19,13 +19,14 @@ from typing import IO, TYPE_CHECKING
 from gateway.env import hook_log_export_requested
 from gateway.errors import EXIT_BLOCK, EXIT_OK, GatewayError, one_line
 from gateway.hookio.parse import RawInput, parse_pre_compact
+from gateway.hookio.render import render_block
 from gateway.hookio.wire import PreCompactOutput
 from gateway.telemetry import metric_names as M
 from gateway.types import CompactRequest
 
 if TYPE_CHECKING:
-    from gateway.archive.config import CompactionSettings
     from gateway.archive.manifest import Manifest
+    from gateway.compaction import CompactionSettings
     from gateway.hooks.decision import TrailSink
     from gateway.hooks.trail import AuditExport
 
@@ -111,7 +112,7 @@ def _failed(error: str, settings: CompactionSettings, request: CompactRequest) -
 def render_pre_compact(outcome: CompactOutcome) -> PreCompactOutput:
     """PreCompact hook output JSON: Claude Code honours a top-level `decision: block`."""
     if outcome.blocked:
-        return {"decision": "block", "reason": outcome.block_reason}
+        return render_block(outcome.block_reason)
     if outcome.error:
         return {"systemMessage": f"agent-gateway: transcript not archived: {outcome.error}"}
     return {}
@@ -171,7 +172,7 @@ def _answer(outcome: CompactOutcome, required: bool) -> PreCompactAnswer:
         if not required:
             return PreCompactAnswer(outcome, {})
         blocked = _blocked(f"could not render its answer: {one_line(exc)}")
-        return PreCompactAnswer(blocked, {"decision": "block", "reason": blocked.block_reason})
+        return PreCompactAnswer(blocked, render_block(blocked.block_reason))
 
 
 def run_pre_compact_hook(

@@ -17,6 +17,7 @@ compiled-policy evaluation, the audit log and the standard library, nothing else
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,9 +26,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from gateway.audit.log import append_decision
 from gateway.audit.record import policy_redactor
+from gateway.env import environment
 from gateway.errors import HookInputError, one_line
 from gateway.hookio.parse import RawInput, parse_pre_tool_use
-from gateway.hookio.render import render_pre_tool_use
+from gateway.hookio.render import render_deny, render_pre_tool_use
 from gateway.hookio.wire import PreToolUseOutput
 from gateway.policy.evaluate import decide
 from gateway.types import FAIL_CLOSED_RULE, Decision, ToolCall
@@ -99,7 +101,7 @@ def answer_pre_tool_use(
     `claim` (a deadline's Ticket.record) is asked just before the decision is recorded:
     False means its deadline has passed and its deny answers, so nothing is recorded here."""
     try:
-        call = parse_pre_tool_use(raw)
+        call = dataclasses.replace(parse_pre_tool_use(raw), environ=environment())
     except Exception as exc:
         typed = not isinstance(exc, HookInputError)
         return _failed(f"could not read the hook input: {one_line(exc, typed=typed)}")
@@ -123,7 +125,8 @@ def answer_pre_tool_use(
         return _failed("gave no answer before its deadline", call, current.bundle_hash)
     try:
         record = append_decision(
-            call, decision, audit_log, redactor=policy_redactor(current), extra=audit_extra
+            call, decision, audit_log, redactor=policy_redactor(current.compaction),
+            extra=audit_extra,
         )
     except Exception as exc:
         # An unrecorded decision is not one this gateway makes.
@@ -150,7 +153,7 @@ def deny_unanswered(
     `policy`'s redaction, the built-in one when it had not loaded), then rendered; never
     raises. Its `failure` is `reason` (the command hook exits 2 with it)."""
     try:
-        call = parse_pre_tool_use(raw)
+        call = dataclasses.replace(parse_pre_tool_use(raw), environ=environment())
     except Exception as exc:
         typed = not isinstance(exc, HookInputError)
         return _failed(f"could not read the hook input: {one_line(exc, typed=typed)}")
@@ -159,7 +162,8 @@ def deny_unanswered(
     try:
         record = append_decision(
             call, decision, audit_log,
-            redactor=policy_redactor(policy) if policy is not None else None, extra=audit_extra,
+            redactor=policy_redactor(policy.compaction) if policy is not None else None,
+            extra=audit_extra,
         )
     except Exception as exc:
         return _failed(f"could not write its audit log: {one_line(exc, typed=True)}", call,
@@ -196,17 +200,6 @@ def _answer(
     except Exception as exc:
         _log_exception("hook output not rendered")
         decision = fail_closed(f"agent-gateway could not render its answer: {one_line(exc)}")
-        output = deny_output(decision.reason)
+        output = render_deny(decision.reason)
         failure = decision.reason
     return PreToolUseAnswer(decision, output, call, record, failure)
-
-
-def deny_output(reason: str) -> PreToolUseOutput:
-    """A deny as hook output, built without the renderer (for when rendering failed)."""
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }
-    }

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway.archive.config import CompactionSettings
+from gateway.compaction import CompactionSettings
 from gateway.hookio.parse import RawInput
 from gateway.hooks.compact import PreCompactAnswer, answer_pre_compact
 from gateway.hooks.decision import (

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from gateway.policy.bash_rules import BashPattern
@@ -16,7 +16,7 @@ from gateway.policy.domains import DomainPattern
 from gateway.policy.paths import PathPattern
 
 if TYPE_CHECKING:
-    from gateway.archive.config import CompactionSettings
+    from gateway.compaction import CompactionSettings
 
 RuleDecision = Literal["deny", "ask", "allow"]
 BUILTIN_LAYER = "builtin"
@@ -133,6 +133,10 @@ class Policy:
     """False when the org file turned the built-in self-protection rules off (audited)."""
     sandbox: SandboxMode = "off"
     """`required` when any file asks for Claude Code's OS sandbox (policy/sandbox.py)."""
+    memo: dict[tuple[str, ...], tuple[Any, ...]] = field(
+        default_factory=dict, compare=False, repr=False)
+    """What the evaluator works out once per policy (the search roots of its path rules per
+    cwd and home): held here, so a decision depends on the policy and the call only."""
     sandbox_fingerprint: str = ""
     """Identifies the sandbox settings compiled from this policy: a session whose settings
     carry it runs under a sandbox that holds this policy's file rules (policy/sandbox.py)."""
@@ -152,8 +156,8 @@ class Policy:
                      for r in layer.rules)
 
     def compaction_settings(self) -> CompactionSettings:
-        """The merged section as `gateway.archive.config.CompactionSettings` (imports pydantic)."""
-        from gateway.archive.config import CompactionSettings
+        """The merged section as `gateway.compaction.CompactionSettings` (imports pydantic)."""
+        from gateway.compaction import CompactionSettings
 
         return CompactionSettings.model_validate(dict(self.compaction or {}))
 

@@ -41,7 +41,8 @@ from gateway.policy.paths import (
     PathPattern,
     PatternUnion,
     Targets,
-    fresh_decision,
+    deciding,
+    decision_home,
     has_other_links,
     path_targets,
     union_of,
@@ -115,8 +116,14 @@ def explain(policy: Policy, call: ToolCall, *, sandboxed: bool = False,
     """`sandboxed`: the session runs under the OS sandbox compiled from this policy (the
     caller has checked the fingerprint its settings carry; see hooks/decision.py).
     `sandbox_unavailable`: why the sandbox cannot start for this session ('' when it can or
-    nobody tried): with `sandbox: required`, Bash is then denied."""
-    fresh_decision()
+    nobody tried): with `sandbox: required`, Bash is then denied. `~` stands for
+    `call.environ`'s HOME (the password database's entry when it has none)."""
+    with deciding(call.environ):
+        return _explain(policy, call, sandboxed, sandbox_unavailable)
+
+
+def _explain(policy: Policy, call: ToolCall, sandboxed: bool, sandbox_unavailable: str
+             ) -> Explanation:
     if policy.sandbox == "required" and call.tool_name == "Bash":
         refusal = ""
         if sandbox_unavailable:
@@ -226,7 +233,7 @@ class _Resolved:
 
     def __init__(self, policy: Policy, call: ToolCall, bash: Scan) -> None:
         self.call, self.bash = call, bash
-        self.roots = _search_roots(policy, call.cwd)
+        self.roots = _search_roots(policy, call.cwd, decision_home())
         self.cache: dict[tuple[str, bool], tuple[Targets | None, bool]] = {}
         self.forms: dict[Word, list[tuple[str, ...]] | None] = {}
         self.shapes: dict[int, RuleShape] = {}
@@ -510,15 +517,12 @@ def _path_pattern(rule: Rule) -> PathPattern:
     return rule.matcher.pattern
 
 
-_ROOT_PATTERNS: dict[int, tuple[Policy, tuple[PathPattern, ...]]] = {}
-
-
 def _root_patterns(policy: Policy) -> tuple[PathPattern, ...]:
     """One pattern per distinct search root of the policy's deny and ask path rules (a
     root depends on the anchor and the literal prefix only), worked out once per policy."""
-    known = _ROOT_PATTERNS.get(id(policy))
-    if known is not None and known[0] is policy:
-        return known[1]
+    known = policy.memo.get(("root patterns",))
+    if known is not None:
+        return known
     distinct: dict[tuple[str, bool, str], PathPattern] = {}
     for layer in policy.layers:
         for tool in ("Read", "Edit"):
@@ -527,29 +531,24 @@ def _root_patterns(policy: Policy) -> tuple[PathPattern, ...]:
                     pattern = rule.matcher.pattern
                     distinct.setdefault((pattern.anchor, pattern.floating, pattern.prefix),
                                         pattern)
-    if len(_ROOT_PATTERNS) >= 16:
-        _ROOT_PATTERNS.clear()
     patterns = tuple(distinct.values())
-    _ROOT_PATTERNS[id(policy)] = (policy, patterns)
+    policy.memo[("root patterns",)] = patterns
     return patterns
 
 
-_SEARCH_ROOTS: dict[tuple[int, str, str], tuple[Policy, tuple[str, ...]]] = {}
-
-
-def _search_roots(policy: Policy, cwd: str) -> tuple[str, ...]:
+def _search_roots(policy: Policy, cwd: str, home: str) -> tuple[str, ...]:
     """Where other names of a hard-linked file are looked for: cwd and each deny or ask
     path rule's literal directory, as written (no symlink resolved), so fixed per policy,
     cwd and home directory."""
-    key = (id(policy), cwd, os.environ.get("HOME", ""))
-    known = _SEARCH_ROOTS.get(key)
-    if known is not None and known[0] is policy:
-        return known[1]
+    key = ("search roots", cwd, home)
+    known = policy.memo.get(key)
+    if known is not None:
+        return known
     roots = tuple(dict.fromkeys(
         (cwd or "/", *(p.search_root(cwd) for p in _root_patterns(policy)))))
-    if len(_SEARCH_ROOTS) >= 256:
-        _SEARCH_ROOTS.clear()
-    _SEARCH_ROOTS[key] = (policy, roots)
+    if len(policy.memo) >= 256:  # a long-lived policy seeing many working directories
+        policy.memo.clear()
+    policy.memo[key] = roots
     return roots
 
 

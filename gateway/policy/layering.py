@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, TypeVar
 
-from gateway.archive.config import CompactionSettings
+from gateway.compaction import CompactionSettings
 from gateway.policy.compiled import Limits
 from gateway.policy.model import PolicyFile
 from gateway.policy.yamlsrc import Source

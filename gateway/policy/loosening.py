@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from gateway.archive.config import CompactionSettings
+from gateway.compaction import CompactionSettings
 from gateway.policy.model import PolicyFile, RuleSpec
 
 _RANK = {"allow": 0, "abstain": 1, "ask": 2, "deny": 3}

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gateway.archive.config import CompactionSettings
+from gateway.compaction import CompactionSettings
 
 EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
 Effort = Literal["low", "medium", "high", "xhigh", "max"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from gateway.policy.paths import decision_home, expand_user
 from gateway.policy.shell.globs import ANY, GLOB_CHARS, alternatives, bracket_end
 from gateway.policy.shell.words import Word
 
@@ -60,7 +61,7 @@ def glob_forms(pattern: str, base: str | None, real: Real = os.path.realpath
     """The pattern, absolute, as written and with its literal directories' symbolic links
     resolved (the part before the first pattern component); `base` None: a relative
     pattern may start anywhere. None: it cannot be placed (`..` after a pattern)."""
-    expanded = os.path.expanduser(pattern)
+    expanded = expand_user(pattern)
     if expanded.startswith("/"):
         parts = components(expanded)
     elif base is None:
@@ -102,7 +103,7 @@ def rule_shape(pattern: PathPattern, cwd: str, real: Real = os.path.realpath) ->
     if pattern.floating or pattern.anchor == "abs":
         base = "/"
     else:
-        base = os.path.expanduser("~") if pattern.anchor == "home" else (cwd or "/")
+        base = decision_home() if pattern.anchor == "home" else (cwd or "/")
     return _shape(pattern.source, pattern.floating, base, real(base),
                   "" if pattern.floating else os.path.join(base, pattern.prefix))
 

@@ -8,13 +8,16 @@ and checked both as written and with symlinks resolved.
 
 from __future__ import annotations
 
-import math
 import os
+import pwd
 import re
 import stat
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal, NamedTuple
 
 Anchor = Literal["abs", "home", "root", "cwd"]
@@ -87,10 +90,6 @@ def union_of(patterns: Sequence[PathPattern]) -> PatternUnion:
                         joined(floating) if floating else None)
 
 
-_BASES: dict[tuple[Anchor, str], tuple[str, ...]] = {}
-"""Anchors resolved in the decision under way: a decision checks dozens of rules against the
-same two or three directories, and resolving one costs a system call per path component."""
-
 LINK_SEARCH_BUDGET_S = 2.0
 """Time for all of one decision's searches for other names of hard-linked files, from the
 decision's start (the shell analysis has the same budget, from the same start). Past it a
@@ -106,37 +105,97 @@ class _Walk:
     complete: bool
 
 
-class _Searches:
-    """The hard-link searches of the decision under way: their walks and their deadline."""
+@dataclass
+class Lookup:
+    """What one decision looks up on disk, and the environment it is handed (the evaluator
+    reads none of its own). Made fresh for each decision and dropped after it: a symlink or
+    link may change between two decisions, and each resolves them anew (within one, the
+    first resolution is the one used)."""
 
-    def __init__(self) -> None:
-        self.walks: dict[tuple[str, ...], _Walk] = {}
-        self.deadline = math.inf
+    environ: Mapping[str, str]
+    """The variables a Bash command inherits; its HOME is what `~` stands for."""
+    deadline: float
+    """When the decision's hard-link searches stop."""
+    bases: dict[tuple[Anchor, str], tuple[str, ...]] = field(default_factory=dict)
+    """Anchors resolved: a decision checks dozens of rules against the same two or three
+    directories, and resolving one costs a system call per path component."""
+    walks: dict[tuple[str, ...], _Walk] = field(default_factory=dict)
+
+    @cached_property
+    def home(self) -> str:
+        """HOME, else the password database's entry (looked up only when `~` is used)."""
+        return self.environ.get("HOME") or account_home()
 
 
-_SEARCHES = _Searches()
+_LOOKUP: ContextVar[Lookup | None] = ContextVar("agent_gateway_lookup", default=None)
 
 
-def fresh_decision(link_budget_s: float | None = None) -> None:
-    """Forget resolved anchors and walked directories: a symlink or link may change between
-    two decisions, and each decision resolves them anew (within one, the first resolution is
-    the one used). The decision's hard-link searches get `link_budget_s` from now."""
-    _BASES.clear()
-    _SEARCHES.walks.clear()
+def account_home() -> str:
+    """The user's home directory from the password database: what `~` stands for when the
+    caller gives none (never $HOME: the environment is gateway.env's to read)."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return "/"
+
+
+@contextmanager
+def deciding(environ: Mapping[str, str] | None = None, link_budget_s: float | None = None
+             ) -> Iterator[Lookup]:
+    """One decision's lookups in `environ` (none given: an empty one); its hard-link
+    searches get `link_budget_s` from now."""
+    environ = {} if environ is None else environ
     budget = LINK_SEARCH_BUDGET_S if link_budget_s is None else link_budget_s
-    _SEARCHES.deadline = time.monotonic() + budget
+    lookup = Lookup(environ, time.monotonic() + budget)
+    token = _LOOKUP.set(lookup)
+    try:
+        yield lookup
+    finally:
+        _LOOKUP.reset(token)
+
+
+def _lookup() -> Lookup:
+    """The decision under way's, or (outside one) a throwaway one."""
+    return _LOOKUP.get() or Lookup({}, time.monotonic() + LINK_SEARCH_BUDGET_S)
+
+
+def decision_home() -> str:
+    """The home directory `~` stands for in the decision under way."""
+    return _lookup().home
+
+
+def decision_variable(name: str) -> str | None:
+    """A variable of the environment the decision under way was handed, or None."""
+    return _lookup().environ.get(name)
+
+
+def expand_user(path: str) -> str:
+    """`~` and `~/x` under the decision's home; `~name` from the password database."""
+    if path == "~":
+        return _lookup().home
+    if path.startswith("~/"):
+        return _lookup().home.rstrip("/") + path[1:]
+    if not path.startswith("~"):
+        return path
+    name, slash, rest = path[1:].partition("/")
+    try:  # `~name`: that user's home, from the password database (as bash does)
+        return pwd.getpwnam(name).pw_dir.rstrip("/") + slash + rest if slash else (
+            pwd.getpwnam(name).pw_dir)
+    except KeyError:
+        return path
 
 
 def _bases(anchor: Anchor, cwd: str) -> tuple[str, ...]:
     if anchor == "abs":
         return ("/",)
-    found = _BASES.get((anchor, cwd))
+    lookup = _lookup()
+    found = lookup.bases.get((anchor, cwd))
     if found is None:
-        base = os.path.expanduser("~") if anchor == "home" else (cwd or "/")
+        base = lookup.home if anchor == "home" else (cwd or "/")
         real = os.path.realpath(base)
         found = (base,) if real == base else (base, real)
-        if len(_BASES) < 64:
-            _BASES[(anchor, cwd)] = found
+        if len(lookup.bases) < 64:
+            lookup.bases[(anchor, cwd)] = found
     return found
 
 
@@ -191,7 +250,7 @@ def path_targets(raw: str, cwd: str, link_roots: tuple[str, ...] = ()) -> Target
     """The path as written (normalized), with symlinks resolved, and, for a file with more
     than one hard link, its other names under `link_roots` (the same inode is the same
     secret whatever it is called)."""
-    expanded = os.path.expanduser(raw)
+    expanded = expand_user(raw)
     if not os.path.isabs(expanded):
         expanded = os.path.join(cwd or "/", expanded)
     lexical = "/" + os.path.normpath(expanded).lstrip("/")
@@ -241,11 +300,12 @@ def hard_link_names(path: str, roots: tuple[str, ...]) -> Targets:
 
 
 def _walked(roots: tuple[str, ...]) -> _Walk:
-    walk = _SEARCHES.walks.get(roots)
+    lookup = _lookup()
+    walk = lookup.walks.get(roots)
     if walk is None:
-        walk = _walk(roots, _SEARCHES.deadline)
-        if len(_SEARCHES.walks) < 64:
-            _SEARCHES.walks[roots] = walk
+        walk = _walk(roots, lookup.deadline)
+        if len(lookup.walks) < 64:
+            lookup.walks[roots] = walk
     return walk
 
 
@@ -281,7 +341,7 @@ def glob_in(pattern: str, cwd: str, limit: int = 256) -> list[str]:
     import glob as globbing
 
     try:
-        found = globbing.glob(os.path.expanduser(pattern), root_dir=cwd or "/")
+        found = globbing.glob(expand_user(pattern), root_dir=cwd or "/")
     except (OSError, ValueError):
         return []
     return found[:limit]

@@ -48,7 +48,7 @@ def run_team(tokens_file: str | None) -> tuple[str, tuple[Limit, ...]]:
     token = (gateway_token() or "").strip()
     if not tokens_file or not token:
         return LOCAL_TEAM, ()
-    from gateway.server.auth import load_tokens
+    from gateway.tenancy.tokens import load_tokens
 
     caller = load_tokens(None, tokens_file).lookup(token)
     if caller is None:
@@ -83,7 +83,7 @@ def spend_source(
                 "budgets (--tokens-file or AGENT_GATEWAY_TOKENS_FILE)"
             )
         from gateway.budgets.redis_ledger import RedisLedger
-        from gateway.server.auth import read_budgets
+        from gateway.tenancy.tokens import read_budgets
 
         budgets = read_budgets(tokens_file)
         return SpendSource(RedisLedger(redis), budgets), budgets

@@ -20,8 +20,9 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gateway.env import environment
 from gateway.policy.compiled import PathRule, Policy
-from gateway.policy.paths import PathPattern, PatternUnion, union_of
+from gateway.policy.paths import PathPattern, PatternUnion, deciding, union_of
 
 MAX_ENTRIES = 500_000
 """Directory entries looked at (about 0.1 s per 50,000 on the 2-core machine)."""
@@ -51,6 +52,11 @@ def read_denied_patterns(policy: Policy) -> list[PathPattern]:
 def linked_names(policy: Policy, cwd: str, budget: int = MAX_ENTRIES) -> LinkedNames:
     """Every other name, under the session's directory and the rules' own directories, of a
     file a Read deny rule names."""
+    with deciding(environment()):
+        return _linked_names(policy, cwd, budget)
+
+
+def _linked_names(policy: Policy, cwd: str, budget: int) -> LinkedNames:
     patterns = read_denied_patterns(policy)
     if not patterns:
         return LinkedNames()

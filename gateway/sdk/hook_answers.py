@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from gateway.errors import one_line
+from gateway.hookio.render import render_block, render_deny
 from gateway.hookio.wire import PreCompactOutput, PreToolUseOutput
 from gateway.hooks.compact import PreCompactAnswer
 from gateway.hooks.deadline import RECORD_GRACE_S, Ticket
-from gateway.hooks.decision import PreToolUseAnswer, TrailSink, deny_output
+from gateway.hooks.decision import PreToolUseAnswer, TrailSink
 from gateway.hooks.engine import Engine
 from gateway.sdk.attachments import Observer
 from gateway.types import Decision
@@ -105,7 +106,7 @@ class HookAnswers:
             answer = await self._decided(dict(data))
         except Exception as exc:  # the decision path does not raise; if it ever does: deny
             log.exception("PreToolUse not answered")
-            return deny_output(f"agent-gateway could not decide: {one_line(exc, typed=True)}")
+            return render_deny(f"agent-gateway could not decide: {one_line(exc, typed=True)}")
         _observe(lambda: self.engine.export_decision(answer.record))
         return self._told(data, tool_use_id, answer, started)
 
@@ -119,7 +120,7 @@ class HookAnswers:
             answer = await self.decide(raw, data, self.sandbox, self.sandbox_unavailable)
         except Exception as exc:  # `decide` denies what it cannot decide; if it raises: deny
             log.exception("PreToolUse not answered")
-            return deny_output(f"agent-gateway could not decide: {one_line(exc, typed=True)}")
+            return render_deny(f"agent-gateway could not decide: {one_line(exc, typed=True)}")
         trail, record = self.trail, answer.record
         if trail is not None and record is not None:
             _observe(lambda: trail.decision(record))
@@ -167,7 +168,7 @@ class HookAnswers:
         except Exception as exc:  # whether the archive was required cannot be known: block
             log.exception("PreCompact not answered")
             reason = f"agent-gateway: compaction blocked: {one_line(exc, typed=True)}"
-            return {"decision": "block", "reason": reason, "systemMessage": reason}
+            return {**render_block(reason), "systemMessage": reason}
         _observe(lambda: _trace_compaction(self.tracer, self.observers, data, answer))
         trigger = str(data.get("trigger") or "")
         _observe(lambda: self.counts.compacted(trigger, answer.outcome.outcome, started))

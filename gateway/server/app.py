@@ -17,7 +17,6 @@ from gateway.errors import one_line
 from gateway.hookio.events import is_hook_event, spelled_like
 from gateway.server.auth import (
     METRICS_AUTH_FAILURE,
-    TokenTable,
     auth_middleware,
     caller_of,
     identify,
@@ -43,6 +42,7 @@ from gateway.server.service import (
 )
 from gateway.server.upload import Upload
 from gateway.telemetry.content import DEFAULT_LIMIT
+from gateway.tenancy.tokens import TokenTable
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 MAX_HOOK_BODY = 1024 * 1024

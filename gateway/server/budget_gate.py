@@ -19,6 +19,7 @@ authenticate.", a 429 is retried for minutes and a 400 six times.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 import uuid
@@ -37,11 +38,11 @@ from gateway.budgets.ledger import (
 )
 from gateway.budgets.limits import Limit, usd, window_of
 from gateway.budgets.request import CallShape
-from gateway.server.auth import Caller
 from gateway.server.proxy import ProxiedExchange
 from gateway.telemetry import metric_names as M
 from gateway.telemetry.metrics import BudgetRow, GatewayMetrics
 from gateway.telemetry.pricing import NANOS_PER_USD, PriceTable
+from gateway.tenancy.tokens import Caller
 
 log = logging.getLogger("gateway.server.budgets")
 
@@ -187,15 +188,12 @@ class BudgetGate:
     async def _reserve(self, hold: Hold) -> Verdict:
         """One retry: a timed-out reservation may have been taken, and taking it again with
         the same id is a no-op, so the retry cannot hold twice."""
-        for attempt in (0, 1):
-            try:
-                return await self.ledger.reserve(
-                    hold.id, hold.counters, hold.amount, self.clock(), self.lease_s
-                )
-            except StoreUnavailable:
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
+        try:
+            return await self.ledger.reserve(
+                hold.id, hold.counters, hold.amount, self.clock(), self.lease_s)
+        except StoreUnavailable:
+            return await self.ledger.reserve(
+                hold.id, hold.counters, hold.amount, self.clock(), self.lease_s)
 
     def _store_down(self, hold: Hold, exc: StoreUnavailable) -> Hold | Refusal:
         self.settle(hold, 0)  # a reservation that timed out may stand: release it
@@ -273,7 +271,8 @@ class BudgetGate:
     async def _settle(self, hold: Hold, actual: int) -> None:
         deadline = time.monotonic() + SETTLE_GIVE_UP_S
         try:
-            for pause in (*SETTLE_RETRY_S, *([SETTLE_RETRY_S[-1]] * 10_000)):
+            # the last pause repeats until the deadline ends the retries
+            for pause in itertools.chain(SETTLE_RETRY_S, itertools.repeat(SETTLE_RETRY_S[-1])):
                 try:
                     standings = await self.ledger.settle(hold.id, hold.counters, actual,
                                                          self.clock())

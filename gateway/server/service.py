@@ -24,14 +24,14 @@ import time
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict, cast
 
 from gateway.audit.log import append_record, audit_path, checkpoint_path
 from gateway.audit.record import DecisionRecord, EventRecord, decision_record
 from gateway.env import snapshot
 from gateway.errors import GatewayError, one_line
 from gateway.hookio.parse import parse_pre_tool_use
-from gateway.hookio.render import render_pre_tool_use
+from gateway.hookio.render import render_block, render_deny, render_pre_tool_use
 from gateway.hookio.wire import PreCompactOutput, PreToolUseHookSpecificOutput, PreToolUseOutput
 from gateway.hooks.decision import PreToolUseAnswer, fail_closed
 from gateway.hooks.engine import Engine
@@ -39,7 +39,6 @@ from gateway.hooks.trail import AuditExport
 from gateway.policy.reload import INTERVAL_S, PolicyFiles
 from gateway.sdk.agent_env import remote_agent_env
 from gateway.server import audit_events as ev
-from gateway.server.auth import Caller
 from gateway.server.bodies import JSONBody, decode_object
 from gateway.server.budget_gate import BudgetGate
 from gateway.server.decided import DecidedCalls
@@ -65,6 +64,7 @@ from gateway.server.tracing import ServerTracer
 from gateway.server.workers import JobFailed, JobTimeout, WorkerPool
 from gateway.telemetry import metric_names as M
 from gateway.telemetry.metrics import GatewayMetrics
+from gateway.tenancy.tokens import Caller
 from gateway.types import JSON, Decision, JSONObject
 
 if TYPE_CHECKING:
@@ -434,7 +434,7 @@ class GatewayService:
             self._unloadable[self._layers(caller)] = one_line(exc)
             await self._record_compaction(body, caller, ev.BLOCK, reason, "")
             self.metrics.compaction(str(body.get("trigger") or ""), M.ARCHIVE_BLOCKED, caller.name)
-            return HookReply(200, {"decision": "block", "reason": " ".join(reason.split())})
+            return HookReply(200, render_block(" ".join(reason.split())))
         started = time.time_ns()
         answer = await self._offload.archive(engine.pre_compact, body)
         outcome = answer.outcome
@@ -672,14 +672,13 @@ def bad_request(event: str, status: int, message: str) -> HookReply:
 
 def _cannot_decide(event: str, status: int, reason: str, *, error: str = "") -> HookReply:
     reason = " ".join(reason.split())
-    body: Refusal = {"error": error or reason}
+    # A client that reads the body anyway must see a deny or block, never a silent allow.
+    answer: PreToolUseOutput | PreCompactOutput = {}
     if event == "PreToolUse":
-        # A client that reads the body anyway must see a deny, never a silent allow.
-        denied = render_pre_tool_use(fail_closed(reason))
-        body["hookSpecificOutput"] = denied["hookSpecificOutput"]
+        answer = render_deny(reason)
     elif event == "PreCompact":
-        body["decision"], body["reason"] = "block", reason
-    return HookReply(status, body)
+        answer = render_block(reason)
+    return HookReply(status, cast(Refusal, {**answer, "error": error or reason}))
 
 
 def cannot_answer(event: str, exc: BaseException) -> HookReply:

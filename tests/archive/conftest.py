@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.archive.config import CompactionSettings
 from gateway.archive.local import LocalStore
+from gateway.compaction import CompactionSettings
 from gateway.types import CompactRequest
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.archive.config import CompactionSettings
+from gateway.compaction import CompactionSettings
 from gateway.hashchain import canonical_json
 from gateway.hooks.engine import Engine
 from gateway.hooks.trail import AuditExport

@@ -11,9 +11,9 @@ import pytest
 
 from gateway.archive.archiver import archive_session
 from gateway.archive.commands import archive_export, archive_list, archive_show, archive_verify
-from gateway.archive.config import CompactionSettings
 from gateway.archive.local import LocalStore
 from gateway.archive.store import chain_key
+from gateway.compaction import CompactionSettings
 from tests.archive.conftest import Session
 
 

@@ -12,10 +12,10 @@ import pytest
 
 from gateway.archive import archiver, capture, streaming
 from gateway.archive.archiver import archive_session
-from gateway.archive.config import CompactionSettings, RedactionRule
 from gateway.archive.local import LocalStore
 from gateway.archive.reader import copy_object, verify
 from gateway.archive.store import chain_key, local_root, manifest_key, object_key, open_store
+from gateway.compaction import CompactionSettings, RedactionRule
 from gateway.errors import ArchiveError
 from tests.archive.conftest import Session, jsonl
 

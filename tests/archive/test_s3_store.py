@@ -13,9 +13,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from gateway.archive.archiver import archive_session
-from gateway.archive.config import CompactionSettings
 from gateway.archive.reader import copy_object, verify, verify_store, version_breaks
 from gateway.archive.store import chain_key, manifest_key, object_key, open_store
+from gateway.compaction import CompactionSettings
 from gateway.errors import ArchiveError, ConfigError
 from gateway.hashchain import canonical_json, link
 from tests.archive.conftest import Session, jsonl

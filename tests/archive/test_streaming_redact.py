@@ -8,9 +8,9 @@ import pytest
 import zstandard
 
 from gateway.archive import streaming
-from gateway.archive.config import RedactionRule
 from gateway.archive.redact import BUILTIN_RULES, Redactor, redaction_rules
 from gateway.archive.streaming import archive_stream, decompress_to
+from gateway.compaction import RedactionRule
 from gateway.errors import ArchiveError, ConfigError
 
 SECRETS = {

@@ -15,10 +15,10 @@ import pytest
 
 from gateway.archive.archiver import archive_session
 from gateway.archive.commands import archive_show
-from gateway.archive.config import CompactionSettings
 from gateway.archive.local import LocalStore
 from gateway.archive.reader import verify_store
 from gateway.archive.store import chain_key, manifest_key
+from gateway.compaction import CompactionSettings
 from gateway.integrity.keys import KeySet
 from tests.archive.conftest import Session, jsonl
 from tests.archive.forge import forge_checkpoint, forge_newest

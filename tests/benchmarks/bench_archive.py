@@ -93,8 +93,8 @@ def _status(field: str) -> int:
 
 def child(projects: str, transcript: str, store: str, redact: str, key: str) -> None:
     from gateway.archive.archiver import archive_session
-    from gateway.archive.config import CompactionSettings
     from gateway.archive.local import LocalStore
+    from gateway.compaction import CompactionSettings
     from gateway.integrity.keys import parse_keys
     from gateway.types import CompactRequest
 
@@ -192,9 +192,9 @@ def chain_cost(tmp: Path, count: int) -> None:
     """Per-archive cost of the chain on small archives: the store's fsynced writes (objects,
     manifest, chain entry, checkpoint) dominate; the MACs are microseconds."""
     from gateway.archive.archiver import archive_session
-    from gateway.archive.config import CompactionSettings
     from gateway.archive.local import LocalStore
     from gateway.archive.reader import verify_store
+    from gateway.compaction import CompactionSettings
     from gateway.integrity.keys import parse_keys
     from gateway.types import CompactRequest
 

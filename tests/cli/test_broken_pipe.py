@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.archive.config import CompactionSettings
+from gateway.compaction import CompactionSettings
 from gateway.hooks.compact import archive_before_compact
 from tests.archive.conftest import Session
 from tests.audit.tamper import fill

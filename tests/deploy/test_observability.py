@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.server.auth import read_budgets
 from gateway.telemetry import metric_names as M
 from gateway.telemetry.metrics import MetricSettings, open_metrics
 from gateway.telemetry.pricing import Usage
+from gateway.tenancy.tokens import read_budgets
 from gateway.types import Decision
 from tests.prometheus_text import SCOPE_LABELS, samples
 

@@ -252,10 +252,10 @@ def test_the_budget_resets_at_the_window_boundary(
     from gateway.budgets.limits import Limit, window_of
     from gateway.budgets.redis_ledger import RedisLedger
     from gateway.server.app import ServeConfig, create_app
-    from gateway.server.auth import Caller, TokenTable
     from gateway.server.budget_gate import BudgetGate
     from gateway.server.owners import RedisSessionOwners
     from gateway.server.service import GatewayService
+    from gateway.tenancy.tokens import Caller, TokenTable
     from tests.server.processes import ThreadedApp
 
     monkeypatch.setenv("AGENT_GATEWAY_HOME", str(sandbox.gateway_home))

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.archive.config import CompactionSettings
 from gateway.archive.local import LocalStore
 from gateway.archive.reader import verify
+from gateway.compaction import CompactionSettings
 from gateway.errors import HookInputError
 from gateway.hookio.parse import parse_pre_compact
 from gateway.hooks.compact import (
@@ -115,7 +115,7 @@ def test_in_process_hook_contract(
 
 HOOK = """
 import sys
-from gateway.archive.config import CompactionSettings
+from gateway.compaction import CompactionSettings
 from gateway.hooks.compact import run_pre_compact_hook
 settings = CompactionSettings.model_validate_json(sys.argv[1])
 sys.exit(run_pre_compact_hook(sys.stdin, sys.stdout, sys.stderr, lambda: (settings, "ph")))

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import gateway.hooks.compact as compact
-from gateway.archive.config import CompactionSettings
+from gateway.compaction import CompactionSettings
 from gateway.hookio.wire import PreCompactOutput
 from gateway.hooks.compact import run_pre_compact_hook
 from gateway.hooks.engine import Engine

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
+import contextlib
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gateway.policy import Policy, load_policy
+from gateway.policy.paths import deciding
 from gateway.types import ToolCall
 
 WritePolicy = Callable[..., str]
@@ -38,3 +40,11 @@ def bash(command: str, **extra: Any) -> ToolCall:
 
 def tool(name: str, cwd: str = "/srv/project", **tool_input: Any) -> ToolCall:
     return ToolCall(name, tool_input, cwd=cwd)
+
+
+@pytest.fixture
+def as_home() -> Iterator[Callable[[Path], None]]:
+    """`~` stands for the given directory in what the test calls below `decide` (a
+    decision is handed its home on the ToolCall; the evaluator reads no $HOME)."""
+    with contextlib.ExitStack() as stack:
+        yield lambda home: stack.enter_context(deciding({"HOME": str(home)})) and None

@@ -58,10 +58,11 @@ def test_one_walk_serves_every_linked_file_of_a_decision(
 
     monkeypatch.setattr(paths.os, "scandir", counting)
     roots = (str(node_modules),)
-    paths.fresh_decision()
-    for n in range(60):
-        found = paths.path_targets(f"node_modules/pkg{n}/index.js", str(node_modules), roots)
-        assert found.complete and found.names[-1].endswith(f".pnpm-store/f{n}")
+    with paths.deciding():
+        for n in range(60):
+            found = paths.path_targets(f"node_modules/pkg{n}/index.js", str(node_modules),
+                                       roots)
+            assert found.complete and found.names[-1].endswith(f".pnpm-store/f{n}")
     assert listed.count(str(node_modules / "node_modules")) == 1
 
 
@@ -76,8 +77,9 @@ def test_past_the_decisions_link_budget_the_rules_cannot_tell(
 def test_the_budget_is_the_decisions_not_the_first_ones(node_modules: Path) -> None:
     """Each decision starts its own budget and its own walks."""
     roots = (str(node_modules),)
-    paths.fresh_decision(0.0)
-    assert not paths.path_targets("node_modules/pkg1/index.js", str(node_modules),
+    with paths.deciding(link_budget_s=0.0):
+        assert not paths.path_targets("node_modules/pkg1/index.js", str(node_modules),
+                                      roots).complete
+    with paths.deciding(link_budget_s=60.0):
+        assert paths.path_targets("node_modules/pkg1/index.js", str(node_modules),
                                   roots).complete
-    paths.fresh_decision(60.0)
-    assert paths.path_targets("node_modules/pkg1/index.js", str(node_modules), roots).complete

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -70,10 +71,10 @@ def test_a_floating_rule_is_compared_by_name(tmp_path: Path) -> None:
 
 
 def test_an_anchored_rule_is_looked_up_under_its_directory(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, as_home: Callable[[Path], None]) -> None:
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
+    as_home(home)
     project = tmp_path / "project"
     project.mkdir()
     assert not _could("*.txt", "~/.ssh/**", project)
@@ -95,11 +96,11 @@ def test_an_anchored_rule_is_looked_up_under_its_directory(
 
 
 def test_a_symbolic_link_on_the_way_is_followed(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+                                                as_home: Callable[[Path], None]) -> None:
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_rsa").write_text("k\n")
-    monkeypatch.setenv("HOME", str(home))
+    as_home(home)
     project = tmp_path / "project"
     project.mkdir()
     (project / "keys").symlink_to(home / ".ssh")

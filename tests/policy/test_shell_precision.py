@@ -60,7 +60,9 @@ def in_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _decide(policy: Policy, command: str, cwd: Path) -> str:
-    return decide(policy, ToolCall("Bash", {"command": command}, cwd=str(cwd))).kind
+    """As the hook decides: the shell hands the evaluator its environment."""
+    call = ToolCall("Bash", {"command": command}, cwd=str(cwd), environ=dict(os.environ))
+    return decide(policy, call).kind
 
 
 def _env(home: Path) -> dict[str, str]:

@@ -8,12 +8,12 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from gateway.server.app import ServeConfig, create_app
-from gateway.server.auth import TokenTable
 from gateway.server.service import GatewayService
 from gateway.server.trace_state import TraceState
 from gateway.server.tracing import ServerTracer
 from gateway.telemetry import load_price_table
 from gateway.telemetry.model import SpanSpec
+from gateway.tenancy.tokens import TokenTable
 
 POLICY = """\
 version: 1

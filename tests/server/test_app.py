@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.server.app import MAX_HOOK_BODY, SERVICE
-from gateway.server.auth import Caller, TokenTable
+from gateway.tenancy.tokens import Caller, TokenTable
 from tests.server.conftest import AppFactory
 
 

@@ -16,11 +16,11 @@ from gateway.budgets.ledger import Ledger, MemoryLedger
 from gateway.budgets.limits import Limit, window_of
 from gateway.budgets.redis_ledger import RedisLedger
 from gateway.budgets.request import FRAMING_TOKENS
-from gateway.server.auth import Caller, TokenTable
 from gateway.server.budget_gate import BudgetGate
 from gateway.server.owners import LocalSessionOwners
 from gateway.telemetry.metrics import GatewayMetrics, MetricSettings, open_metrics
 from gateway.telemetry.pricing import Usage, load_price_table
+from gateway.tenancy.tokens import Caller, TokenTable
 from gateway.testing import ScriptedServer
 from tests.prometheus_text import series
 from tests.redis_server import free_port

@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from gateway.archive.config import CompactionSettings
+from gateway.compaction import CompactionSettings
 from gateway.hooks.engine import Engine
 from gateway.hooks.trail import AuditExport
 from gateway.server.app import SERVICE
-from gateway.server.auth import Caller
 from gateway.server.decision_worker import WorkerError
 from gateway.server.service import GatewayService
 from gateway.server.tracing import ServerTracer
 from gateway.server.workers import JobFailed, JobTimeout, WorkerPool
+from gateway.tenancy.tokens import Caller
 from tests.archive.conftest import Session, make_session, projects
 from tests.server.conftest import AppFactory
 from tests.server.test_app import decision_of, pre_tool_use

@@ -13,8 +13,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from gateway.server.auth import Caller
 from gateway.server.service import GatewayService
+from gateway.tenancy.tokens import Caller
 from tests.server.conftest import AppFactory
 from tests.server.processes import ServeProcess
 from tests.server.test_app import decision_of, pre_tool_use

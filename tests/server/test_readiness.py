@@ -95,7 +95,7 @@ async def test_an_audit_log_that_cannot_exist_makes_the_replica_not_ready(
 async def test_a_team_policy_that_does_not_load_is_a_warning_not_an_outage(
     make_client: AppFactory, tmp_path: Path
 ) -> None:
-    from gateway.server.auth import Caller, TokenTable
+    from gateway.tenancy.tokens import Caller, TokenTable
 
     broken = tmp_path / "team-broken.yaml"
     broken.write_text("version: 1\npermissions:\n  deny:\n    - Bash(rm:*\n")

@@ -10,7 +10,7 @@ import stat
 from dataclasses import dataclass
 from typing import Protocol
 
-from gateway.env import config_home, variable
+from gateway.policy.paths import decision_home, decision_variable, expand_user
 from gateway.policy.shell.words import Word
 
 MAX_SCRIPT_BYTES = 256 * 1024
@@ -51,7 +51,7 @@ class Files(Protocol):
 
 
 def resolve(path: str, cwd: str) -> str:
-    expanded = os.path.expanduser(path)
+    expanded = expand_user(path)
     return os.path.normpath(os.path.join(cwd or "/", expanded))
 
 
@@ -99,7 +99,7 @@ class DiskFiles:
 
 
     def environment(self, name: str) -> str | None:
-        return variable(name)
+        return decision_variable(name)
 
 
 DISK = DiskFiles()
@@ -117,8 +117,9 @@ def _git_config_files(cwd: str) -> list[str]:
         if parent == here:
             break
         here = parent
-    home = os.path.expanduser("~")
-    xdg = config_home()
+    home = decision_home()
+    # where git reads its user configuration
+    xdg = decision_variable("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     files += [os.path.join(home, ".gitconfig"), os.path.join(xdg, "git", "config"),
               "/etc/gitconfig"]
     return files

@@ -9,10 +9,10 @@ not know, too many names) is None: the caller treats the names as unknown.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Container, Iterable, Sequence
 
+from gateway.policy.paths import expand_user
 from gateway.policy.shell.words import Word
 
 MAX_MATCHES = 256
@@ -126,7 +126,7 @@ def expand(pattern: str, cwd: str, options: Iterable[str] = ()) -> list[str] | N
     import glob as globbing
 
     options = frozenset(options)
-    translated = to_python(os.path.expanduser(pattern), options)
+    translated = to_python(expand_user(pattern), options)
     if translated is None:
         return None
     found: list[str] = []

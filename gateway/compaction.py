@@ -1,4 +1,4 @@
-"""The `compaction:` section of a policy file."""
+"""The `compaction:` section of a policy file: a leaf the policy schema and the archive share."""
 
 from __future__ import annotations
 

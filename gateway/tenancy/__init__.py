@@ -1,0 +1,1 @@
+"""Tenants: who calls the gateway, with which policies, run roots and budgets."""
