@@ -43,6 +43,7 @@ from gateway.policy.paths import (
     Targets,
     deciding,
     decision_home,
+    expand_user,
     has_other_links,
     path_targets,
     union_of,
@@ -239,9 +240,9 @@ class _Resolved:
         self.shapes: dict[int, RuleShape] = {}
         self.real: dict[str, str] = {}
 
-    def could_name(self, path: Word, rule: Rule) -> bool:
+    def could_name(self, path: Word, rule: Rule, *, disk: bool = True) -> bool:
         """A path known only at run time (a glob, a file find selects) may be one `rule`
-        matches: by the names its pattern allows."""
+        matches: by the names its pattern allows (`disk`: and by what is there now)."""
         from gateway.policy import overlap  # on first use: most paths are named in full
 
         assert isinstance(rule.matcher, PathRule)
@@ -257,8 +258,16 @@ class _Resolved:
         # and a file copied from a protected one was read where it was.
         return overlap.could_name(
             self.forms[path], shape, rule.matcher.pattern, self.call.cwd,
-            bool(self.bash.creates) and not path.tree,
+            (bool(self.bash.creates) and not path.tree) or not disk,
             overlap.MAX_TREE_WALK if path.tree else overlap.MAX_WALK)
+
+    def directory(self, tree: Word) -> bool:
+        """Whether a tree's top may be a directory (a glob: it may)."""
+        if tree.globby:
+            return True
+        bases = self.bash.cwds or (self.call.cwd or "/",)
+        return any(os.path.isdir(os.path.join(base, expand_user(tree.text)))
+                   for base in bases)
 
     def _realpath(self, path: str) -> str:
         if path not in self.real:
@@ -421,6 +430,9 @@ def _file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
                 if (not sandbox_holds and resolved.bounded(path)
                         and not resolved.could_name(path, rule)):
                     continue  # no name the pattern allows is one the rule matches
+                if sandbox_holds and path.tree and not (
+                        resolved.directory(path) and resolved.could_name(path, rule, disk=False)):
+                    continue  # a file, or a tree no name of which the rule can match
                 unsure(rule, access.command, _unknown_names(path))
             elif matcher.pattern.matches(names, call.cwd, anywhere=True):
                 if access.possible:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.policy import Policy, decide, load_policy
+from gateway.policy import Policy, decide, explain, load_policy
 from gateway.types import ToolCall
 from tests.fixtures.precision import platform_policy
 
@@ -563,3 +563,18 @@ def test_git_over_other_trees_or_without_removing_is_not_denied(
     (project / ".github" / "workflows").mkdir(parents=True)
     (project / ".github" / "workflows" / "ci.yml").write_text("on: push\n")
     assert _decide(policy, command, project) == "abstain", command
+
+
+def test_a_sandboxed_session_leaves_to_the_sandbox_only_trees_a_rule_can_reach(
+        policy: Policy, project: Path, in_home: Path) -> None:
+    """The audit record says `enforced_by: sandbox` only where the kernel may have refused
+    something: not for a file's `mv`, nor a tree no rule's names can be in."""
+    (project / "build").mkdir()
+
+    def held(command: str) -> int:
+        call = ToolCall("Bash", {"command": command}, cwd=str(project))
+        return len(explain(policy, call, sandboxed=True).held)
+
+    assert held("grep -r KEY .") > 0
+    assert held("mv a.txt b.txt") == 0
+    assert held("chmod -R go-w build") == 0
