@@ -6,6 +6,7 @@ check failed (bad policy, failing case), 2 the input could not be used.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -92,6 +93,7 @@ def policy_explain(policy_paths: Sequence[str], input_path: str | None = None, *
     `input_path` (a JSON file, '-' for stdin) or `hook_input` (built by `hook_input_for`).
     With `sandbox: required` the call is decided as in a session under the OS sandbox
     compiled from the policy, unless `hook_only`."""
+    from gateway.env import environment
     from gateway.hookio.parse import parse_pre_tool_use, tool_call_from_input
     from gateway.hookio.render import render_pre_tool_use
     from gateway.policy.evaluate import explain
@@ -113,6 +115,8 @@ def policy_explain(policy_paths: Sequence[str], input_path: str | None = None, *
         print(exc, file=err)
         return 1 if isinstance(exc, PolicyError) else 2
     sandboxed = policy.sandbox == "required" and not hook_only
+    # As the hook decides it: in the environment the call would run in, this shell's.
+    call = dataclasses.replace(call, environ=environment())
     result = explain(policy, call, sandboxed=sandboxed)
     decision = result.decision
     print(f"decision: {decision.kind}" + (" (monitor: would deny)" if decision.would_deny

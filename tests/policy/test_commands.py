@@ -56,3 +56,18 @@ def test_explain(write_policy: WritePolicy, tmp_path: Path,
     assert "matched: rm -fr /" in out
     assert "rm -fr /  (inside sudo > sh)" in out
     assert policy_explain([path], str(tmp_path / "missing.json")) == 2
+
+
+def test_explain_decides_in_the_callers_environment(
+        write_policy: WritePolicy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """As the hook would: `~` in a rule is the HOME of the shell that asks."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    path = write_policy("version: 1\npermissions:\n  deny: ['Read(~/.ssh/**)']\n")
+    hook = tmp_path / "input.json"
+    hook.write_text(json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Read",
+                                "tool_input": {"file_path": str(home / ".ssh" / "id_rsa")}}))
+    assert policy_explain([path], str(hook)) == 0
+    assert "decision: deny" in capsys.readouterr().out
