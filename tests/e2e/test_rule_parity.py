@@ -191,14 +191,10 @@ def gateway_denies(base: Path, rule: str, probe: Probe) -> bool:
     policy = base / "org.yaml"
     policy.write_text(f"version: 1\nself_protection: false\npermissions:\n  deny:\n"
                       f"    - {json.dumps(rule)}\n")
-    call = ToolCall(probe.tool, session.call(probe), cwd=str(session.cwd))
-    saved = os.environ.get("HOME")
-    os.environ["HOME"] = str(session.home)  # `~` is the session's home, as for Claude Code
-    try:
-        return decide(load_policy([str(policy)]), call).kind == "deny"
-    finally:
-        if saved is not None:
-            os.environ["HOME"] = saved
+    # As the hook decides: in the session's environment, where `~` is the session's home.
+    call = ToolCall(probe.tool, session.call(probe), cwd=str(session.cwd),
+                    environ={**os.environ, "HOME": str(session.home)})
+    return decide(load_policy([str(policy)]), call).kind == "deny"
 
 
 def _warned(warnings: str, rule: str) -> bool:
