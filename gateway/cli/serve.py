@@ -79,26 +79,18 @@ def serve_command(args: ServeArgs) -> int:
     if not args.policy:
         print(f"{prog}: error: at least one --policy PATH is needed", file=sys.stderr)
         return 2
-    if not args.decision_budget_s > 0:
-        print(f"{prog}: error: --decision-budget must be a positive number", file=sys.stderr)
-        return 2
-    if not args.redis_timeout_s > 0:
-        print(f"{prog}: error: --redis-timeout must be a positive number", file=sys.stderr)
-        return 2
+    # The parser refuses these already; a ServeArgs built in code is checked the same way.
+    positive = {"--decision-budget": args.decision_budget_s,
+                "--redis-timeout": args.redis_timeout_s, "--budget-lease": args.budget_lease_s,
+                "--max-stream-seconds": args.max_stream_s,
+                "--trace-idle-timeout": args.trace_idle_timeout_s,
+                "--idle-timeout": args.idle_timeout_s}
+    for option, value in positive.items():
+        if not value > 0:
+            print(f"{prog}: error: {option} must be a positive number", file=sys.stderr)
+            return 2
     if args.reserve_output_tokens is not None and args.reserve_output_tokens < 1:
         print(f"{prog}: error: --reserve-output-tokens must be at least 1", file=sys.stderr)
-        return 2
-    if not args.budget_lease_s > 0:
-        print(f"{prog}: error: --budget-lease must be a positive number", file=sys.stderr)
-        return 2
-    if not args.max_stream_s > 0:
-        print(f"{prog}: error: --max-stream-seconds must be a positive number", file=sys.stderr)
-        return 2
-    if not args.trace_idle_timeout_s > 0:
-        print(f"{prog}: error: --trace-idle-timeout must be a positive number", file=sys.stderr)
-        return 2
-    if not args.idle_timeout_s > 0:
-        print(f"{prog}: error: --idle-timeout must be a positive number", file=sys.stderr)
         return 2
     for root in args.runs_roots:
         if not os.path.isdir(root):
