@@ -250,6 +250,7 @@ def path_targets(raw: str, cwd: str, link_roots: tuple[str, ...] = ()) -> Target
     """The path as written (normalized), with symlinks resolved, and, for a file with more
     than one hard link, its other names under `link_roots` (the same inode is the same
     secret whatever it is called)."""
+    raw = raw.split("\0", 1)[0]  # the name a program is handed ends at a NUL
     expanded = expand_user(raw)
     if not os.path.isabs(expanded):
         expanded = os.path.join(cwd or "/", expanded)

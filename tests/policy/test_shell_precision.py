@@ -578,3 +578,20 @@ def test_a_sandboxed_session_leaves_to_the_sandbox_only_trees_a_rule_can_reach(
     assert held("grep -r KEY .") > 0
     assert held("mv a.txt b.txt") == 0
     assert held("chmod -R go-w build") == 0
+
+
+@pytest.mark.parametrize("command", [
+    "cat $'.env\\0x'", "cat \"$(printf '.env\\0')\"", "cat \"$(printf '.e\\0nv')\"",
+])
+def test_a_nul_in_a_name_is_what_bash_makes_of_it(policy: Policy, project: Path,
+                                                  in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+@pytest.mark.parametrize("command", ["bash ./tool", "xargs bash <<< './tool x -rf'"])
+def test_a_binary_file_run_as_a_script_is_decided_not_read_as_one(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    """Its bytes are no script (they held NULs the paths then carried into os calls)."""
+    (project / "tool").write_bytes(Path("/bin/true").read_bytes())
+    assert _decide(policy, command, project) == "deny", command

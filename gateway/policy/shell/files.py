@@ -79,6 +79,8 @@ class DiskFiles:
             return ScriptText(None, f"{path} cannot be read: {exc.strerror or exc}")
         if len(data) > MAX_SCRIPT_BYTES:
             return ScriptText(None, f"{path} is larger than {MAX_SCRIPT_BYTES // 1024} KiB")
+        if b"\0" in data:  # bash refuses it; python runs bytecode no one can read here
+            return ScriptText(None, f"{path} is a binary file, not a script")
         return ScriptText(data.decode("utf-8", "replace"))
 
     def glob(self, pattern: str, cwd: str, options: frozenset[str] = frozenset()

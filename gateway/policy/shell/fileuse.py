@@ -309,7 +309,6 @@ def _recursive(name: str, use: FileUse, words: Sequence[Word]) -> bool:
     if options is None:
         return False
     longs, letters = options
-    takes = use.reads | use.writes | use.values | use.pattern_opts
     for i, word in enumerate(words[1:], start=1):
         text = word.text
         if text == "--":
@@ -321,9 +320,14 @@ def _recursive(name: str, use: FileUse, words: Sequence[Word]) -> bool:
             for letter in text[1:]:
                 if letter in letters:
                     return True
-                if f"-{letter}" in takes:
+                if _takes_value(use, f"-{letter}"):
                     break  # the rest of the cluster is that option's value
     return False
+
+
+def _takes_value(use: FileUse, option: str) -> bool:
+    return (option in use.reads or option in use.writes or option in use.values
+            or option in use.pattern_opts)
 
 
 def _trees(name: str, use: FileUse, words: Sequence[Word], operands: list[Word],
