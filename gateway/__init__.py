@@ -8,9 +8,9 @@ __version__ = "0.1.0"
 # Loaded on first use: hook processes must start fast, and `query` pulls in claude_agent_sdk
 # (about a second).
 _LAZY = {
-    "Attachments": "gateway.sdk.attachments",
-    "MessageTap": "gateway.sdk.attachments",
-    "query": "gateway.sdk.query",
+    "Attachments": "gateway.runner.attachments",
+    "MessageTap": "gateway.runner.attachments",
+    "query": "gateway.runner.query",
 }
 
 

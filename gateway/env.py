@@ -1,7 +1,7 @@
 """The one place that reads the environment: every variable the gateway reads is named here.
 
 Processes the gateway starts get an environment passed on (decision workers whole, Claude
-Code through sdk/agent_env.py's filters); that is not a read.
+Code through runner/agent_env.py's filters); that is not a read.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 from gateway.archive.store import open_store
 from gateway.compaction import CompactionSettings
 from gateway.errors import ConfigError
-from gateway.hooks.compact import archive_before_compact
+from gateway.handlers.compact import archive_before_compact
 from gateway.types import CompactRequest
 
 

@@ -1,7 +1,7 @@
 """The package's layout holds: the map of packages, and which may import which.
 
 Cores (policy, hookio, audit, archive, telemetry, integrity, budgets, tenancy and the shared
-leaves) are pure functions over plain values plus their own stores; `hooks`, `sdk`, `server`
+leaves) are pure functions over plain values plus their own stores; `handlers`, `runner`, `server`
 and `cli` are the shell around them. Checked on the source, statically, so a lazy import (and
 one under TYPE_CHECKING) counts too.
 """
@@ -17,8 +17,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gateway"
 LEAVES = ("errors", "types", "hashchain", "env", "compaction")
 _LEAF = frozenset(LEAVES)
 CORES = ("policy", "hookio", "audit", "archive", "telemetry", "integrity", "budgets", "tenancy")
-SHELL = ("hooks", "sdk", "server", "cli")
-OTHER = ("testing",)
+SHELL = ("handlers", "runner", "server", "cli")
+OTHER = ("scripted",)
 """The scripted Messages API (`agent-gateway scripted-api`)."""
 
 MAY_IMPORT: dict[str, frozenset[str]] = {
@@ -34,15 +34,15 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "audit": _LEAF | {"archive", "integrity", "telemetry"},
     # the policy reads the compaction section from the leaf, not from the archive
     "policy": _LEAF | {"hookio", "audit"},
-    "testing": _LEAF,
+    "scripted": _LEAF,
     # the shells
-    "hooks": _LEAF | {"policy", "hookio", "audit", "archive", "telemetry", "integrity"},
-    "sdk": _LEAF | set(CORES) | {"hooks"},
-    "server": _LEAF | set(CORES) | {"hooks", "sdk"},
-    "cli": _LEAF | set(CORES) | {"hooks", "sdk", "server", "testing"},
+    "handlers": _LEAF | {"policy", "hookio", "audit", "archive", "telemetry", "integrity"},
+    "runner": _LEAF | set(CORES) | {"handlers"},
+    "server": _LEAF | set(CORES) | {"handlers", "runner"},
+    "cli": _LEAF | set(CORES) | {"handlers", "runner", "server", "scripted"},
 }
 """Each package and what it may import. Named by the design: `policy` never imports
-`archive`, `audit` never imports `policy`, `sdk` never imports `server` (tokens and budgets
+`archive`, `audit` never imports `policy`, `runner` never imports `server` (tokens and budgets
 are `tenancy`'s, owned by neither shell), no core imports a shell, nothing imports `cli`."""
 
 
@@ -93,7 +93,7 @@ def test_imports_run_the_stated_way(path: Path) -> None:
 
 @pytest.mark.parametrize(("importer", "imported"), [
     *((core, shell) for core in (*CORES, *LEAVES) for shell in SHELL),
-    ("policy", "archive"), ("audit", "policy"), ("sdk", "server"),
+    ("policy", "archive"), ("audit", "policy"), ("runner", "server"),
     *((package, "cli") for package in (*CORES, *LEAVES, *SHELL, *OTHER) if package != "cli"),
 ])
 def test_named_directions_are_forbidden(importer: str, imported: str) -> None:

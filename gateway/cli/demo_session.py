@@ -13,10 +13,10 @@ from typing import Any
 from rich.console import Console
 
 from gateway.env import keep_local_span_file, set_gateway_home
-from gateway.sdk.options import RunOptions
-from gateway.sdk.run import RunRequest, execute
+from gateway.runner.options import RunOptions
+from gateway.runner.run import RunRequest, execute
+from gateway.scripted import ScriptedServer
 from gateway.telemetry.show import trace_show
-from gateway.testing import ScriptedServer
 
 SCENARIO: dict[str, Any] = {
     "responses": [

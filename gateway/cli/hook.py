@@ -1,4 +1,4 @@
-"""`agent-gateway hook EVENT`: Claude Code's command hook (gateway.hooks.command)."""
+"""`agent-gateway hook EVENT`: Claude Code's command hook (gateway.handlers.command)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def add_parser(sub: Subcommands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gateway.hooks.command import run_hook
+    from gateway.handlers.command import run_hook
 
     return run_hook(args.event, args.policy, args.remote, args.timeout, args.sandbox)
 

@@ -97,8 +97,8 @@ def _plain_hook(argv: Sequence[str]) -> tuple[str, int] | None:
     # collection would only rescan them (a few ms per call).
     gc.disable()
     try:
-        import gateway.hooks.decision  # noqa: F401  (what run_hook imports on its first call)
-        from gateway.hooks.command import run_hook
+        import gateway.handlers.decision  # noqa: F401  (what run_hook imports on its first call)
+        from gateway.handlers.command import run_hook
     finally:
         gc.enable()
     return plain.event, run_hook(plain.event, plain.policies, sandbox=plain.sandbox)

@@ -1,4 +1,4 @@
-"""`agent-gateway run`: its options, and the run itself (gateway.sdk.run)."""
+"""`agent-gateway run`: its options, and the run itself (gateway.runner.run)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from gateway.cli import values
 from gateway.cli.parser import Subcommands, csv_list
 
 if TYPE_CHECKING:
-    from gateway.sdk.run import RunRequest
+    from gateway.runner.run import RunRequest
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto")
 EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
@@ -139,8 +139,8 @@ def autocompact_window(value: str) -> str:
 
 
 def request_from_args(args: argparse.Namespace) -> RunRequest:
-    from gateway.sdk.options import RunOptions
-    from gateway.sdk.run import RunRequest
+    from gateway.runner.options import RunOptions
+    from gateway.runner.run import RunRequest
 
     options = RunOptions(
         cwd=args.cwd,
@@ -216,10 +216,10 @@ def run(args: argparse.Namespace) -> int:
 
     from gateway.env import policy_paths_from_env, tokens_files
     from gateway.errors import GatewayError
-    from gateway.sdk.account import RunAccount
-    from gateway.sdk.budget import RunBudget, run_team
-    from gateway.sdk.private_process import make_private
-    from gateway.sdk.run import execute
+    from gateway.runner.account import RunAccount
+    from gateway.runner.budget import RunBudget, run_team
+    from gateway.runner.private_process import make_private
+    from gateway.runner.run import execute
 
     make_private()  # the agent runs as this user: the key and hook token stay in here
     request = request_from_args(args)

@@ -1,4 +1,4 @@
-"""`agent-gateway scripted-api`: the scripted Messages API (gateway.testing) on a loopback
+"""`agent-gateway scripted-api`: the scripted Messages API (gateway.scripted) on a loopback
 port, until interrupted, so `agent-gateway run` and plain `claude` can be tried offline."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from gateway.cli import values
 from gateway.cli.parser import Subcommands
 
 if TYPE_CHECKING:
-    from gateway.testing import RecordedRequest
+    from gateway.scripted import RecordedRequest
 
 API_KEY = "scripted-api-key"
 """Claude Code needs some API key; the scripted API accepts any."""
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     import threading
 
     from gateway.errors import GatewayError
-    from gateway.testing import ScriptedServer
+    from gateway.scripted import ScriptedServer
 
     if not 0 <= args.port <= 65535:
         print(f"agent-gateway scripted-api: error: --port {args.port} is not a port",

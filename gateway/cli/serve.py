@@ -166,9 +166,9 @@ def _serve(args: ServeArgs, tokens: TokenTable, sockets: list[socket.socket]) ->
     from aiohttp import web
 
     from gateway.env import gateway_home, metrics_token, otel_env, redis_url, snapshot
-    from gateway.hooks.trail import audit_export_from_env
-    from gateway.sdk.agent_env import remote_agent_env, without_secrets
-    from gateway.sdk.private_process import make_private
+    from gateway.handlers.trail import audit_export_from_env
+    from gateway.runner.agent_env import remote_agent_env, without_secrets
+    from gateway.runner.private_process import make_private
     from gateway.server.app import ServeConfig, create_app
     from gateway.server.exchange_metrics import both, exchange_metrics
     from gateway.server.owners import LocalSessionOwners, RedisSessionOwners, SessionOwners

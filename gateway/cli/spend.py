@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     from gateway.budgets.report import write_json, write_table
     from gateway.errors import GatewayError
-    from gateway.sdk.budget import spend_source
+    from gateway.runner.budget import spend_source
 
     try:
         store, budgets = spend_source(args.redis_url, args.tokens_file)

@@ -115,7 +115,7 @@ LOOKAHEAD_HITS = 8
 def explain(policy: Policy, call: ToolCall, *, sandboxed: bool = False,
             sandbox_unavailable: str = "") -> Explanation:
     """`sandboxed`: the session runs under the OS sandbox compiled from this policy (the
-    caller has checked the fingerprint its settings carry; see hooks/decision.py).
+    caller has checked the fingerprint its settings carry; see handlers/decision.py).
     `sandbox_unavailable`: why the sandbox cannot start for this session ('' when it can or
     nobody tried): with `sandbox: required`, Bash is then denied. `~` stands for
     `call.environ`'s HOME (the password database's entry when it has none)."""

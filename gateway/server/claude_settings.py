@@ -131,7 +131,7 @@ def gateway_settings(
 
 COMMAND_HOOK_TIMEOUT_S = 30
 """The command hook's `timeout`, set explicitly: it answers well inside it (a local decision
-within hooks/command.py's HOOK_DEADLINE_S plus a grace to record a deny; a relay within its
+within handlers/command.py's HOOK_DEADLINE_S plus a grace to record a deny; a relay within its
 --timeout plus a margin)."""
 
 

@@ -1,6 +1,6 @@
 """The decision worker: a process that answers PreToolUse calls for the server (the one
-decision path, hooks/decision.py, through a hooks.engine.Engine per caller's policy layers), so
-that no Bash analysis ever runs on the server's event loop.
+decision path, handlers/decision.py, through a handlers.engine.Engine per caller's policy
+layers), so that no Bash analysis ever runs on the server's event loop.
 
 Why processes and not threads: tree-sitter holds the GIL for a whole parse (measured with
 py-tree-sitter 0.26: a thread spinning beside a 5 s parse made no progress at all), so a slow
@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from gateway.errors import GatewayError, one_line
-from gateway.hooks.engine import Engine
+from gateway.handlers.engine import Engine
 from gateway.policy.reload import PolicyFiles
-from gateway.sdk.private_process import make_private
+from gateway.runner.private_process import make_private
 from gateway.server.workers import serve_jobs
 from gateway.types import Decision
 

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Literal, TypedDict, cast
 from gateway.types import JSONObject
 
 if TYPE_CHECKING:
-    from gateway.sdk.account import RunAccount
-    from gateway.sdk.hook_answers import Decide
+    from gateway.runner.account import RunAccount
+    from gateway.runner.hook_answers import Decide
 
 _STRINGS = ("cwd", "model", "permission_mode", "effort", "resume")
 _REMOTE_PERMISSION_MODES = frozenset({"default", "acceptEdits", "plan", "dontAsk"})
@@ -172,8 +172,8 @@ async def stream_run_lines(
     budget it counts against; `decide`: where its PreToolUse calls are decided (serve's
     decision workers: never on this loop)."""
     from gateway.errors import GatewayError
-    from gateway.sdk.options import RunOptions as AgentOptions
-    from gateway.sdk.run import RunRequest, execute
+    from gateway.runner.options import RunOptions as AgentOptions
+    from gateway.runner.run import RunRequest, execute
 
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()
     err = io.StringIO()

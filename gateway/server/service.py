@@ -30,14 +30,14 @@ from gateway.audit.log import append_record, audit_path, checkpoint_path
 from gateway.audit.record import DecisionRecord, EventRecord, decision_record
 from gateway.env import snapshot
 from gateway.errors import GatewayError, one_line
+from gateway.handlers.decision import PreToolUseAnswer, fail_closed
+from gateway.handlers.engine import Engine
+from gateway.handlers.trail import AuditExport
 from gateway.hookio.parse import parse_pre_tool_use
 from gateway.hookio.render import render_block, render_deny, render_pre_tool_use
 from gateway.hookio.wire import PreCompactOutput, PreToolUseHookSpecificOutput, PreToolUseOutput
-from gateway.hooks.decision import PreToolUseAnswer, fail_closed
-from gateway.hooks.engine import Engine
-from gateway.hooks.trail import AuditExport
 from gateway.policy.reload import INTERVAL_S, PolicyFiles
-from gateway.sdk.agent_env import remote_agent_env
+from gateway.runner.agent_env import remote_agent_env
 from gateway.server import audit_events as ev
 from gateway.server.bodies import JSONBody, decode_object
 from gateway.server.budget_gate import BudgetGate
@@ -68,7 +68,7 @@ from gateway.tenancy.tokens import Caller
 from gateway.types import JSON, Decision, JSONObject
 
 if TYPE_CHECKING:
-    from gateway.sdk.account import RunAccount
+    from gateway.runner.account import RunAccount
 
 log = logging.getLogger("gateway.server")
 
@@ -169,7 +169,7 @@ class GatewayService:
         metrics: GatewayMetrics | None = None,
         agent_env: Mapping[str, str] | None = None,
     ) -> None:
-        """`agent_env`: the environment remote runs' Claude Code gets (sdk/agent_env.py);
+        """`agent_env`: the environment remote runs' Claude Code gets (runner/agent_env.py);
         None: the allow-listed part of this process's own."""
         self._paths = tuple(policy_paths)
         self._agent_env = dict(agent_env if agent_env is not None
@@ -382,7 +382,7 @@ class GatewayService:
         """A PreToolUse of a remote run (its loopback endpoint inside this process), decided
         as /hooks/PreToolUse is: by a worker, within the decision budget, a recorded deny when
         there is no answer. The run's own tracer, metrics and off-host copy take it from
-        there (sdk/hook_answers.py)."""
+        there (runner/hook_answers.py)."""
         reply = await self._decided(raw, caller, sandbox, sandbox_unavailable)
         if not isinstance(reply, str):
             return PreToolUseAnswer(reply.decision, reply.output, record=reply.record)
@@ -640,8 +640,8 @@ class GatewayService:
         """A remote run counts against its caller's team: serve's metrics, the team's budget
         (checked in prepare_run for a 402; again as it starts, to cap --max-budget-usd at what
         is left; charged what the run cost when it ends)."""
-        from gateway.sdk.account import RunAccount
-        from gateway.sdk.budget import RunBudget
+        from gateway.runner.account import RunAccount
+        from gateway.runner.budget import RunBudget
 
         budget = None
         if self.gate is not None and caller.budget:

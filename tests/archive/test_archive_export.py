@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from gateway.compaction import CompactionSettings
+from gateway.handlers.engine import Engine
+from gateway.handlers.trail import AuditExport
 from gateway.hashchain import canonical_json
-from gateway.hooks.engine import Engine
-from gateway.hooks.trail import AuditExport
 from gateway.telemetry.logs import log_settings, open_log_sink
 from tests.archive.conftest import Session
-from tests.hooks.test_compact import hook_input, run_hook
+from tests.handlers.test_compact import hook_input, run_hook
 from tests.otlp_receiver import OtlpReceiver
 
 

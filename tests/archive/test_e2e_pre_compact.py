@@ -15,7 +15,7 @@ import pytest
 from gateway.archive.local import LocalStore
 from gateway.archive.reader import copy_object, verify
 from gateway.compaction import CompactionSettings
-from gateway.testing import ScriptedServer
+from gateway.scripted import ScriptedServer
 from tests.e2e.harness import Sandbox, claude_run
 
 pytestmark = pytest.mark.e2e
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.e2e
 OUR_HOOK = """
 import sys
 from gateway.compaction import CompactionSettings
-from gateway.hooks.compact import run_pre_compact_hook
+from gateway.handlers.compact import run_pre_compact_hook
 settings = CompactionSettings.model_validate_json({settings!r})
 sys.exit(run_pre_compact_hook(sys.stdin, sys.stdout, sys.stderr, lambda: (settings, "e2e")))
 """

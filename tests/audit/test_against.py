@@ -10,7 +10,7 @@ import pytest
 
 from gateway.audit import checkpoint_path
 from gateway.audit.commands import audit_verify
-from gateway.hooks.trail import AuditExport
+from gateway.handlers.trail import AuditExport
 from gateway.telemetry.logs import log_settings, open_log_sink
 from tests.audit.tamper import KEY, fill, forge_checkpoint, records, write
 from tests.otlp_receiver import OtlpReceiver

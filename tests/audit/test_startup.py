@@ -9,7 +9,7 @@ import pytest
 
 from gateway.cli.serve import ServeArgs, serve_command
 from gateway.errors import ConfigError
-from gateway.sdk.attachments import Attachments
+from gateway.runner.attachments import Attachments
 
 
 def test_serve_refuses_a_bad_key_file(
@@ -29,7 +29,7 @@ def test_run_refuses_a_key_inside_the_gateway_home(
 ) -> None:
     from claude_agent_sdk import ClaudeAgentOptions
 
-    from gateway.sdk.wiring import attach_gateway
+    from gateway.runner.wiring import attach_gateway
 
     home = tmp_path / "home"
     home.mkdir()

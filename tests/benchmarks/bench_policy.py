@@ -168,7 +168,7 @@ def bench_hook(tmp: Path, count: int = 20) -> None:
     hook_input = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
                              "session_id": "s", "tool_use_id": "t", "cwd": "/srv/project",
                              "tool_input": {"command": HOOK_COMMAND}}).encode()
-    run = ("import sys; from gateway.hooks.command import run_pre_tool_use; "
+    run = ("import sys; from gateway.handlers.command import run_pre_tool_use; "
            "sys.exit(run_pre_tool_use(sys.argv[1:], sys.stdin.buffer, sys.stdout, sys.stderr))")
     args = [a for p in policies for a in ("--policy", p)]
     variants: dict[str, list[str]] = {}

@@ -32,8 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT))
 
-from gateway.sdk import peer_process  # noqa: E402
-from gateway.testing import ScriptedServer  # noqa: E402
+from gateway.runner import peer_process  # noqa: E402
+from gateway.scripted import ScriptedServer  # noqa: E402
 from tests.e2e.harness import post_ndjson  # noqa: E402
 from tests.server.processes import ServeProcess  # noqa: E402
 

@@ -50,8 +50,8 @@ sys.path.insert(0, str(ROOT))
 
 from gateway.policy import load_policy  # noqa: E402
 from gateway.policy.sandbox import compile_sandbox  # noqa: E402
-from gateway.sdk.claude_cli import claude_binary  # noqa: E402
-from gateway.testing import ScriptedServer  # noqa: E402
+from gateway.runner.claude_cli import claude_binary  # noqa: E402
+from gateway.scripted import ScriptedServer  # noqa: E402
 from tests.fixtures.precision import platform_policy  # noqa: E402
 
 MODES = ("bare", "enabled", "compiled", "run", "run-sandbox")

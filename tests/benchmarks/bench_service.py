@@ -56,7 +56,7 @@ ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT))
 
 from gateway.audit.commands import audit_verify  # noqa: E402
-from gateway.testing import ScriptedServer  # noqa: E402
+from gateway.scripted import ScriptedServer  # noqa: E402
 from tests.otlp_receiver import OtlpReceiver  # noqa: E402
 from tests.server.processes import ServeProcess, ThreadedApp  # noqa: E402
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_service import POLICIES, TOKEN, count_lines, open_loop  # noqa: E402
 
-from gateway.testing import ScriptedServer  # noqa: E402
+from gateway.scripted import ScriptedServer  # noqa: E402
 from tests.server.processes import ServeProcess  # noqa: E402
 
 

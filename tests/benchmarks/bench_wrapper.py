@@ -42,9 +42,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from gateway.sdk.claude_cli import claude_binary, command  # noqa: E402
-from gateway.sdk.options import RunOptions  # noqa: E402
-from gateway.testing import ScriptedServer  # noqa: E402
+from gateway.runner.claude_cli import claude_binary, command  # noqa: E402
+from gateway.runner.options import RunOptions  # noqa: E402
+from gateway.scripted import ScriptedServer  # noqa: E402
 
 POLICY = ROOT / "policies/org.yaml"
 MODES = ("bare", "flags", "gateway")
@@ -54,8 +54,8 @@ PER_TURN_BUDGET = 1.10
 
 def flags_command() -> list[str]:
     """What `agent-gateway run --policy org.yaml` runs, less the hook settings."""
-    from gateway.hooks.engine import Engine
-    from gateway.sdk.wiring import apply_limits
+    from gateway.handlers.engine import Engine
+    from gateway.runner.wiring import apply_limits
 
     options = RunOptions(allowed_tools=["Bash"])
     policy = Engine([str(POLICY)]).policy

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gateway.compaction import CompactionSettings
-from gateway.hooks.compact import archive_before_compact
+from gateway.handlers.compact import archive_before_compact
 from tests.archive.conftest import Session
 from tests.audit.tamper import fill
 

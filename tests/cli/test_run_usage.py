@@ -11,7 +11,7 @@ import pytest
 
 from gateway.cli import run as run_cli
 from gateway.cli.main import build_parser, main
-from gateway.testing import ScriptedServer
+from gateway.scripted import ScriptedServer
 
 
 def _usage(capsys: pytest.CaptureFixture[str], *argv: str) -> str:

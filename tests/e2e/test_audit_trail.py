@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from gateway.hashchain import GENESIS, link
+from gateway.scripted import ScriptedServer
 from gateway.server.claude_settings import gateway_settings
-from gateway.testing import ScriptedServer
 from tests.e2e.harness import RunOutcome, Sandbox, claude_run, gateway_cli, gateway_run
 from tests.otlp_receiver import Logs, OtlpReceiver
 from tests.server.processes import ServeProcess

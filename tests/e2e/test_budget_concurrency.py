@@ -24,9 +24,9 @@ import redis as redis_client
 from gateway.budgets.ledger import Counter
 from gateway.budgets.limits import Limit, window_of
 from gateway.budgets.redis_ledger import PREFIX
+from gateway.scripted import ScriptedServer
+from gateway.scripted.server import RecordedRequest
 from gateway.telemetry.pricing import Usage, load_price_table
-from gateway.testing import ScriptedServer
-from gateway.testing.server import RecordedRequest
 from tests.e2e.budget_scenario import SMALL
 from tests.e2e.harness import RunOutcome, Sandbox, claude_run
 from tests.prometheus_text import total

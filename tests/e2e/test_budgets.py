@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from gateway.scripted import ScriptedServer
 from gateway.telemetry.pricing import Usage, load_price_table
-from gateway.testing import ScriptedServer
 from tests.e2e.budget_scenario import BIG, SCENARIO, SMALL
 from tests.e2e.harness import RunOutcome, Sandbox, claude_run, gateway_cli, print_settings
 from tests.otlp_receiver import OtlpReceiver

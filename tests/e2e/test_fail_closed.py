@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gateway.testing import ScriptedServer
+from gateway.scripted import ScriptedServer
 from tests.e2e.harness import RunOutcome, Sandbox, gateway_run, parse_lines
 
 pytestmark = pytest.mark.e2e
@@ -25,13 +25,13 @@ POLICY = "version: 1\npermissions:\n  deny: ['Bash(rm:*)']\n  allow: ['Bash(echo
 BROKEN = {
     # Every method the SDK callbacks call on the run's tracer raises.
     "tracer": (
-        "import gateway.sdk.tracer as t\n"
+        "import gateway.runner.tracer as t\n"
         "def boom(*a, **k): raise RuntimeError('tracer broke')\n"
         "t.RunTracer.pre_tool_use = t.RunTracer.transcript = t.RunTracer.compacted = boom\n"
     ),
     # The policy evaluation itself raises.
     "decide": (
-        "import gateway.hooks.decision as d\n"
+        "import gateway.handlers.decision as d\n"
         "def boom(*a, **k): raise RuntimeError('evaluation broke')\n"
         "d.decide = boom\n"
     ),

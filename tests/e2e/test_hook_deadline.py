@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from gateway.scripted import ScriptedServer
 from gateway.server.claude_settings import command_hook_handler
-from gateway.testing import ScriptedServer
 from tests.e2e.harness import RunOutcome, Sandbox, claude_run
 
 pytestmark = pytest.mark.e2e
@@ -111,7 +111,7 @@ def test_a_real_slow_input_is_decided_and_recorded_before_the_timeout(
 
 
 SLOW_DECISION = (
-    "import time\nimport gateway.hooks.decision as d\n"
+    "import time\nimport gateway.handlers.decision as d\n"
     "def slow(*a, **k):\n    time.sleep(120)\n"
     "d.decide = slow\n"
 )

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.testing import ScriptedServer
+from gateway.scripted import ScriptedServer
 from tests.e2e.harness import Sandbox, gateway_run
 
 pytestmark = pytest.mark.e2e

@@ -10,7 +10,7 @@ import pytest
 from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ResultMessage, UserMessage
 
 from gateway import query
-from gateway.testing import ScriptedServer
+from gateway.scripted import ScriptedServer
 from tests.e2e.harness import Sandbox
 
 pytestmark = pytest.mark.e2e

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gateway.testing import ScriptedServer
+from gateway.scripted import ScriptedServer
 from tests.e2e import forgery
 from tests.e2e.harness import Sandbox, as_the_same_user, post_ndjson
 from tests.redis_server import RedisServer

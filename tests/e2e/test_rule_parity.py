@@ -32,7 +32,7 @@ from gateway.policy import load_policy
 from gateway.policy.evaluate import decide
 from gateway.policy.parity import read_rule
 from gateway.policy.tool_names import unknown_tool
-from gateway.testing import ScriptedServer
+from gateway.scripted import ScriptedServer
 from gateway.types import ToolCall
 from tests.e2e.harness import CLAUDE_BIN, parse_lines
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gateway.testing import ScriptedServer
+from gateway.scripted import ScriptedServer
 from tests.e2e.harness import Sandbox, gateway_cli, gateway_run
 
 pytestmark = pytest.mark.e2e

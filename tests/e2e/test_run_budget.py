@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from gateway.scripted import ScriptedServer
 from gateway.telemetry.pricing import Usage, load_price_table
-from gateway.testing import ScriptedServer
 from tests.e2e.budget_scenario import BIG, SCENARIO, SMALL
 from tests.e2e.harness import Sandbox, gateway_cli, gateway_run
 from tests.otlp_receiver import OtlpReceiver

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gateway.testing import ScriptedServer
+from gateway.scripted import ScriptedServer
 from tests.e2e.harness import RunOutcome, Sandbox, gateway_run, parse_lines
 
 pytestmark = pytest.mark.e2e
@@ -34,25 +34,25 @@ INJECTED = {
     # The endpoint's answer itself raises (not the decision, which would fail closed to a
     # deny inside the shared path): the handler can only answer 500.
     "answer": (
-        "import gateway.sdk.hook_answers as h\n"
+        "import gateway.runner.hook_answers as h\n"
         "def boom(*a, **k): raise RuntimeError('endpoint broke')\n"
         "h.HookAnswers.pre_tool_use = boom\n"
     ),
     "compact": (
-        "import gateway.sdk.hook_answers as h\n"
+        "import gateway.runner.hook_answers as h\n"
         "async def boom(*a, **k): raise RuntimeError('endpoint broke')\n"
         "h.HookAnswers.pre_compact = boom\n"
     ),
     # The decision would take longer than the hook's 60 s timeout: its deadline denies it.
     "slow": (
-        "import time\nimport gateway.hooks.decision as d\n"
+        "import time\nimport gateway.handlers.decision as d\n"
         "decide = d.decide\n"
         "def slow(*a, **k):\n    time.sleep(65)\n    return decide(*a, **k)\n"
         "d.decide = slow\n"
     ),
     # Claude Code is given a token that is not the run's: every hook call gets a 401.
     "token": (
-        "import gateway.sdk.hook_endpoint as e\n"
+        "import gateway.runner.hook_endpoint as e\n"
         "e.HookEndpoint.env = lambda self: {e.TOKEN_ENV: 'not-the-token'}\n"
     ),
 }

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gateway.testing import ScriptedServer
+from gateway.scripted import ScriptedServer
 from tests.e2e import forgery
 from tests.e2e.harness import RunOutcome, Sandbox, as_the_same_user, gateway_run
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from gateway.scripted import ScriptedServer
 from gateway.telemetry import attributes as A
-from gateway.testing import ScriptedServer
 from tests.e2e.harness import Sandbox
 
 pytestmark = pytest.mark.e2e

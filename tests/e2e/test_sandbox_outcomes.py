@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import pytest
 
-from gateway.testing import ScriptedServer
+from gateway.scripted import ScriptedServer
 from tests.e2e.harness import RunOutcome, Sandbox, claude_run, gateway_run
 from tests.fixtures.precision import platform_policy
 from tests.server.processes import ServeProcess

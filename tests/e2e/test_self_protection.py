@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from gateway.testing import ScriptedServer
+from gateway.scripted import ScriptedServer
 from tests.e2e.harness import RunOutcome, Sandbox, claude_run, gateway_run
 
 pytestmark = pytest.mark.e2e

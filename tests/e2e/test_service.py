@@ -20,8 +20,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from gateway.scripted import ScriptedServer
 from gateway.server.claude_settings import gateway_settings
-from gateway.testing import ScriptedServer
 from tests.e2e.harness import CLAUDE_BIN, Sandbox, claude_run, gateway_cli, print_settings
 from tests.otlp_receiver import OtlpReceiver
 from tests.server.processes import ServeProcess, ThreadedApp

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from gateway.scripted import ScriptedServer
 from gateway.telemetry.spanfile import span_file_path
-from gateway.testing import ScriptedServer
 from tests.e2e.harness import Sandbox
 from tests.server.processes import ServeProcess
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from gateway.testing import ScriptedServer
+from gateway.scripted import ScriptedServer
 from tests.e2e.harness import Sandbox, claude_run, post_ndjson, print_settings
 from tests.server.processes import ServeProcess
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
+from gateway.scripted import ScriptedServer
 from gateway.server.claude_settings import gateway_settings
-from gateway.testing import ScriptedServer
 from tests import genai_shapes as shapes
 from tests.e2e.harness import CLAUDE_BIN, RunOutcome, Sandbox, claude_run, gateway_run
 from tests.e2e.test_service import round_robin

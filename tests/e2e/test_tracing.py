@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from gateway.scripted import ScriptedServer
+from gateway.scripted.scenario import ScriptedResponse
+from gateway.scripted.server import RecordedRequest
 from gateway.telemetry.pricing import Usage as PriceUsage
 from gateway.telemetry.pricing import load_price_table
-from gateway.testing import ScriptedServer
-from gateway.testing.scenario import ScriptedResponse
-from gateway.testing.server import RecordedRequest
 from tests.e2e.harness import RunOutcome, Sandbox, gateway_run
 from tests.otlp_receiver import OtlpReceiver, Spans
 

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
+import gateway.handlers.decision as decision_path
 import gateway.hookio.render as render
-import gateway.hooks.decision as decision_path
-from gateway.hooks.compact import answer_pre_compact
-from gateway.hooks.engine import Engine
-from gateway.sdk.hook_answers import HookAnswers
+from gateway.handlers.compact import answer_pre_compact
+from gateway.handlers.engine import Engine
+from gateway.runner.hook_answers import HookAnswers
 from gateway.server.auth import _refuse
 from gateway.server.service import bad_request, cannot_answer
-from tests.hooks.test_fail_closed import (
+from tests.handlers.test_fail_closed import (
     DENIED,
     VANTAGES,
     TracerSpy,

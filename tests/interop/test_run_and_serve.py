@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from gateway.testing import ScriptedServer
+from gateway.scripted import ScriptedServer
 from tests.e2e.harness import RunOutcome, Sandbox, gateway_run
 from tests.e2e.test_trace_parity import (
     CAPTURE,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gateway.errors import PolicyError
-from gateway.hooks.decision import answer_pre_tool_use
+from gateway.handlers.decision import answer_pre_tool_use
 from gateway.policy import Policy, load_policy
 from gateway.policy.builtin import Protected
 from gateway.policy.evaluate import explain

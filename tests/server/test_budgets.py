@@ -16,12 +16,12 @@ from gateway.budgets.ledger import Ledger, MemoryLedger
 from gateway.budgets.limits import Limit, window_of
 from gateway.budgets.redis_ledger import RedisLedger
 from gateway.budgets.request import FRAMING_TOKENS
+from gateway.scripted import ScriptedServer
 from gateway.server.budget_gate import BudgetGate
 from gateway.server.owners import LocalSessionOwners
 from gateway.telemetry.metrics import GatewayMetrics, MetricSettings, open_metrics
 from gateway.telemetry.pricing import Usage, load_price_table
 from gateway.tenancy.tokens import Caller, TokenTable
-from gateway.testing import ScriptedServer
 from tests.prometheus_text import series
 from tests.redis_server import free_port
 from tests.server.conftest import AppFactory

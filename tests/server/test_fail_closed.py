@@ -1,5 +1,5 @@
 """Failure injection on `serve`'s HTTP hooks: the steps the service itself takes around its
-decision workers (the workers' own steps are in tests/hooks/test_fail_closed.py).
+decision workers (the workers' own steps are in tests/handlers/test_fail_closed.py).
 
 Whatever fails, a PreToolUse gets a deny and a PreCompact that must archive gets a block: the
 worker dies or overruns, answers nonsense, the tracer or the audit log fails, the handler
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from gateway.compaction import CompactionSettings
-from gateway.hooks.engine import Engine
-from gateway.hooks.trail import AuditExport
+from gateway.handlers.engine import Engine
+from gateway.handlers.trail import AuditExport
 from gateway.server.app import SERVICE
 from gateway.server.decision_worker import WorkerError
 from gateway.server.service import GatewayService

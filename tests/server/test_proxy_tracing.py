@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from gateway.scripted import ScriptedServer
 from gateway.server.app import ServeConfig, create_app
 from gateway.server.proxy import ProxiedExchange
 from gateway.server.service import GatewayService
@@ -18,7 +19,6 @@ from gateway.server.trace_state import MemoryTraceState
 from gateway.server.tracing import ServerTracer, root_ref
 from gateway.telemetry import ContentPolicy, load_price_table
 from gateway.telemetry import attributes as A
-from gateway.testing import ScriptedServer
 from gateway.types import Decision
 from tests.server.conftest import AppFactory, ListSink
 

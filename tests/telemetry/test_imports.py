@@ -11,9 +11,9 @@ import pytest
 
 @pytest.mark.parametrize("modules", [
     "gateway.cli.main, gateway.cli.run, gateway.cli.serve",
-    "gateway.sdk.run, gateway.sdk.wiring, gateway.sdk.tracer",
+    "gateway.runner.run, gateway.runner.wiring, gateway.runner.tracer",
     "gateway.server.app, gateway.server.tracing, gateway.telemetry.export",
-    "gateway.hooks.command, gateway.hooks.decision",
+    "gateway.handlers.command, gateway.handlers.decision",
 ])
 def test_rich_is_not_loaded(modules: str) -> None:
     probe = f"import sys, {modules}; print('rich' in sys.modules)"

@@ -12,8 +12,8 @@ import pytest
 
 from gateway.audit import append_decision
 from gateway.errors import ConfigError
+from gateway.handlers.trail import AuditExport
 from gateway.hashchain import canonical_json
-from gateway.hooks.trail import AuditExport
 from gateway.telemetry import log_attributes as L
 from gateway.telemetry.ids import session_root, session_tool
 from gateway.telemetry.logs import log_settings, open_log_sink

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gateway.sdk.tracer import read_subagent_usage
+from gateway.runner.tracer import read_subagent_usage
 from gateway.telemetry import attributes as A
 from gateway.telemetry.ids import DeterministicIds
 from gateway.telemetry.model import SpanSpec

@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from gateway.testing import ScriptedServer  # noqa: E402
+from gateway.scripted import ScriptedServer  # noqa: E402
 
 PHOENIX_PACKAGE = "arize-phoenix"
 PROJECT = "agent-gateway-interop"
