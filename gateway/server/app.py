@@ -12,6 +12,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from gateway.budgets.enforcer import Refusal
 from gateway.budgets.request import CallShape, UnreadableRequest, call_shape
 from gateway.errors import one_line
 from gateway.hookio.events import is_hook_event, spelled_like
@@ -23,7 +24,7 @@ from gateway.server.auth import (
     scraper_allowed,
 )
 from gateway.server.bodies import BodyError, JSONBody, decode, parse_object, read_limited
-from gateway.server.budget_gate import REFUSAL_STATUS, REFUSAL_TYPE, Refusal
+from gateway.server.budget_gate import REFUSAL_STATUS, REFUSAL_TYPE
 from gateway.server.proxy import (
     DEFAULT_MAX_STREAM_S,
     SESSION_HEADER,
@@ -192,7 +193,7 @@ async def _budgeted(request: web.Request, upload: Upload) -> web.StreamResponse:
         shape = await _call_shape(request, upload)
     except UnreadableRequest as exc:
         return anthropic_error(400, "invalid_request_error", f"agent-gateway: {exc}")
-    outcome = await service.gate.reserve(caller, shape)
+    outcome = await service.gate.hold_call(caller, shape)
     if isinstance(outcome, Refusal):
         await service.audit_refusal(
             MODEL_REQUEST, {"session_id": request.headers.get(SESSION_HEADER, "")}, caller,

@@ -601,7 +601,7 @@ class GatewayService:
         real = await self._offload.io(confine_cwd, cwd, roots)
         if self.gate is not None:
             model = spec.options.get("model")
-            over = await self.gate.check(caller, model if isinstance(model, str) else None)
+            over = await self.gate.check_run(caller, model if isinstance(model, str) else None)
             if over is not None:
                 raise RunRefused(402, over.message)
         resume = spec.options.get("resume")
@@ -645,8 +645,7 @@ class GatewayService:
 
         budget = None
         if self.gate is not None and caller.budget:
-            budget = RunBudget(caller.name, caller.budget, self.gate.ledger, self.gate.prices,
-                               owns_store=False)
+            budget = RunBudget(caller.name, caller.budget, self.gate, owns_store=False)
         return RunAccount(team=caller.name, metrics=self.metrics, budget=budget)
 
 
