@@ -16,6 +16,7 @@ from gateway.budgets.enforcer import Refusal
 from gateway.budgets.request import CallShape, UnreadableRequest, call_shape
 from gateway.errors import one_line
 from gateway.hookio.events import is_hook_event, spelled_like
+from gateway.server.audit_events import BUDGET_RULE, MODEL_REQUEST
 from gateway.server.auth import (
     METRICS_AUTH_FAILURE,
     auth_middleware,
@@ -25,6 +26,7 @@ from gateway.server.auth import (
 )
 from gateway.server.bodies import BodyError, JSONBody, decode, parse_object, read_limited
 from gateway.server.budget_gate import REFUSAL_STATUS, REFUSAL_TYPE
+from gateway.server.hook_replies import bad_request, cannot_answer
 from gateway.server.proxy import (
     DEFAULT_MAX_STREAM_S,
     SESSION_HEADER,
@@ -34,13 +36,7 @@ from gateway.server.proxy import (
     error_type,
 )
 from gateway.server.runs import RunRefused
-from gateway.server.service import (
-    BUDGET_RULE,
-    MODEL_REQUEST,
-    GatewayService,
-    bad_request,
-    cannot_answer,
-)
+from gateway.server.service import GatewayService
 from gateway.server.upload import Upload
 from gateway.telemetry.content import DEFAULT_LIMIT
 from gateway.tenancy.tokens import TokenTable
