@@ -95,63 +95,22 @@ def append_record(
     """Number `record`, link it to the last one in the log, append it and move the checkpoint."""
     key_set = resolve_keys(keys)  # a bad key file fails before anything is written
     target = path or audit_path()
-    try:
-        fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
-    except FileNotFoundError:  # first record, or the directory was removed: create it
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = _open_log(target)
     key = str(target)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         now = datetime.now(UTC).isoformat(timespec="microseconds")
         cp_file = checkpoint_path(target)
-        known = _STATE.get(key)
-        # Both files as this process left them: the head and count are the ones it wrote.
-        # Any other writer changes the log's size and the checkpoint's inode, so then both
-        # are read again.
-        if (
-            known is not None
-            and known.log == _identity(os.fstat(fd))
-            and known.checkpoint_file == _file_identity(cp_file)
-        ):
-            state, alarm = known, None
-        else:
-            state, alarm = _survey(fd, cp_file, key_set, known, now)
+        state, alarm = _where_the_chain_stands(fd, cp_file, key, key_set, now)
         numbered = {**record, CHAIN: state.chain, SEQ: state.records + 1}
         try:
             linked, body = sealed_line(numbered, state.head, key_set)
         except UnicodeEncodeError:  # a lone surrogate from the input: kept as U+FFFD
             linked, body = sealed_line(cast(JSONObject, encodable(cast(JSON, numbered))),
                                        state.head, key_set)
-        line = body + b"\n"
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            line = b"\n" + line  # a fragment left by another writer: start on a clean line
         head = str(linked[HASH_KEY])
-        # Announced, written, confirmed: a writer stopped between any two leaves a log the
-        # next one can tell from a record added behind its back.
-        intent, intent_bytes = checkpoint_line(
-            chain=state.chain,
-            count=state.records,
-            head=state.head,
-            time=now,
-            previous=state.checkpoint,
-            keys=key_set,
-            alarm=alarm,
-            announce={"hash": head, "at": size, "bytes": len(line)},
-        )
-        _write_checkpoint(cp_file, intent_bytes + b"\n")
-        _write_whole(fd, line, size, target)
-        checkpoint, checkpoint_bytes = checkpoint_line(
-            chain=state.chain,
-            count=state.records + 1,
-            head=head,
-            time=now,
-            previous=intent,
-            keys=key_set,
-            confirms=True,
-        )
-        _write_checkpoint(cp_file, checkpoint_bytes + b"\n")
+        checkpoint = _append_announced(fd, target, cp_file, body, head, state, now, key_set,
+                                       alarm)
         _STATE[key] = _Tail(
             log=_identity(os.fstat(fd)),
             checkpoint_file=_file_identity(cp_file),
@@ -166,6 +125,65 @@ def append_record(
         raise
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def _open_log(target: Path) -> int:
+    try:
+        return os.open(target, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    except FileNotFoundError:  # first record, or the directory was removed: create it
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(target, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+
+
+def _where_the_chain_stands(
+    fd: int, cp_file: Path, key: str, keys: KeySet | None, now: str
+) -> tuple[_Tail, Alarm | None]:
+    """The chain as this process left it when both files are as it left them (the head and
+    count are the ones it wrote); any other writer changes the log's size and the
+    checkpoint's inode, so then both are read again."""
+    known = _STATE.get(key)
+    if (
+        known is not None
+        and known.log == _identity(os.fstat(fd))
+        and known.checkpoint_file == _file_identity(cp_file)
+    ):
+        return known, None
+    return _survey(fd, cp_file, keys, known, now)
+
+
+def _append_announced(
+    fd: int, target: Path, cp_file: Path, body: bytes, head: str, state: _Tail, now: str,
+    keys: KeySet | None, alarm: Alarm | None,
+) -> Stored:
+    """Announced, written, confirmed: a writer stopped between any two leaves a log the next
+    one can tell from a record added behind its back. Returns the confirming checkpoint."""
+    line = body + b"\n"
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        line = b"\n" + line  # a fragment left by another writer: start on a clean line
+    intent, intent_bytes = checkpoint_line(
+        chain=state.chain,
+        count=state.records,
+        head=state.head,
+        time=now,
+        previous=state.checkpoint,
+        keys=keys,
+        alarm=alarm,
+        announce={"hash": head, "at": size, "bytes": len(line)},
+    )
+    _write_checkpoint(cp_file, intent_bytes + b"\n")
+    _write_whole(fd, line, size, target)
+    checkpoint, checkpoint_bytes = checkpoint_line(
+        chain=state.chain,
+        count=state.records + 1,
+        head=head,
+        time=now,
+        previous=intent,
+        keys=keys,
+        confirms=True,
+    )
+    _write_checkpoint(cp_file, checkpoint_bytes + b"\n")
+    return checkpoint
 
 
 def _write_whole(fd: int, line: bytes, size: int, target: Path) -> None:

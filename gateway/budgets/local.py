@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gateway.budgets.ledger import Counter, Standing
+from gateway.budgets.ledger import Counter, Standing, StoreUnavailable, Verdict
 from gateway.telemetry import attributes as A
 from gateway.telemetry.pricing import PriceTable, Usage
 
@@ -81,7 +81,8 @@ def chat_costs(path: Path, prices: PriceTable) -> Iterator[tuple[float, str, int
 
 
 class SpanFileLedger:
-    """Standings read from the span file (nothing is ever held: runs are not reserved)."""
+    """Standings read from the span file. Nothing is held or settled here: runs are not
+    reserved, and the spans are the record of what they spent (a settle adds nothing)."""
 
     shared = False
 
@@ -92,6 +93,24 @@ class SpanFileLedger:
 
     async def standings(self, counters: Sequence[Counter], now: float) -> list[Standing]:
         return self.read(counters)
+
+    async def reserve(
+        self, hold_id: str, counters: Sequence[Counter], amount: int, now: float, lease_s: float
+    ) -> Verdict:
+        raise StoreUnavailable(f"the local span file {self.path} holds nothing")
+
+    async def renew(
+        self, holds: Sequence[tuple[str, Sequence[Counter]]], now: float, lease_s: float
+    ) -> int:
+        return 0
+
+    async def settle(
+        self, hold_id: str, counters: Sequence[Counter], actual: int, now: float
+    ) -> list[Standing]:
+        return self.read(counters)
+
+    async def close(self) -> None:
+        return None
 
     def read(self, counters: Sequence[Counter]) -> list[Standing]:
         spent = [0] * len(counters)

@@ -18,12 +18,22 @@ def add_parser(sub: Subcommands) -> None:
     )
     psub = policy.add_subparsers(dest="policy_command", metavar="ACTION", parser_class=Parser)
     psub.required = True
+    _add_check(psub)
+    _add_explain(psub)
+    _add_test(psub)
+    _add_replay(psub)
+
+
+def _add_check(psub: Subcommands) -> None:
     check = psub.add_parser(
         "check", help="validate policy files (layered in the order given)",
         description="Validate policy files as one layered policy: errors read file:line and "
         "exit 1; rules naming a tool Claude Code does not have are warnings (file:line).",
     )
     check.add_argument("paths", nargs="+", metavar="PATH", help="policy files, org first")
+
+
+def _add_explain(psub: Subcommands) -> None:
     explain = psub.add_parser(
         "explain", help="show which rule decides a tool call, and why",
         description="Decide one tool call as the hook would and show why: the rule, the simple "
@@ -47,12 +57,18 @@ def add_parser(sub: Subcommands) -> None:
     explain.add_argument("--hook-only", action="store_true",
                          help="decide as a session without the OS sandbox (with `sandbox: "
                          "required`, sessions wired by the gateway run under it)")
+
+
+def _add_test(psub: Subcommands) -> None:
     test = psub.add_parser(
         "test", help="run the test cases kept beside policy files",
         description="Run each file's cases (org.yaml -> org.tests.yaml) against it and the "
         "files above it; a failing case is reported as file:line and exit 1.",
     )
     test.add_argument("paths", nargs="+", metavar="PATH", help="policy files, org first")
+
+
+def _add_replay(psub: Subcommands) -> None:
     replay = psub.add_parser(
         "replay", help="decide recorded tool calls under a policy, without running them",
         description="Decide the tool calls recorded in Claude Code session transcripts "

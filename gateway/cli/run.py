@@ -32,6 +32,13 @@ def add_parser(sub: Subcommands) -> None:
 
 def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("prompt", help="the prompt for the agent")
+    _agent_options(p)
+    _gateway_options(p)
+    _output_options(p)
+
+
+def _agent_options(p: argparse.ArgumentParser) -> None:
+    """What Claude Code is started with: directory, model, limits, permissions, session."""
     p.add_argument("--cwd", help="working directory of the agent (default: current directory)")
     p.add_argument("--model", help="model name or alias, e.g. claude-opus-5-5")
     p.add_argument(
@@ -77,6 +84,10 @@ def _options(p: argparse.ArgumentParser) -> None:
         help="with --resume: continue in a new session id, leaving the original intact",
     )
     p.add_argument("--settings", metavar="FILE_OR_JSON", help="Claude Code settings file or JSON")
+
+
+def _gateway_options(p: argparse.ArgumentParser) -> None:
+    """What the gateway attaches: the policy, and when the session compacts."""
     p.add_argument(
         "--policy",
         action="append",
@@ -92,6 +103,10 @@ def _options(p: argparse.ArgumentParser) -> None:
         help="auto-compact window: compact when the context passes TOKENS (at least 100000; "
         "500k and 1m work too)",
     )
+
+
+def _output_options(p: argparse.ArgumentParser) -> None:
+    """What is printed, and where."""
     p.add_argument(
         "--output-format",
         choices=("text", "json", "stream-json"),

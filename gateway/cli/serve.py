@@ -24,9 +24,14 @@ from gateway.env import tokens_file as env_tokens_file
 from gateway.errors import GatewayError, one_line
 
 if TYPE_CHECKING:
+    from aiohttp import web
+
     from gateway.budgets.limits import Limit
     from gateway.server.app import ServeConfig
     from gateway.server.budget_gate import BudgetGate
+    from gateway.server.owners import SessionOwners
+    from gateway.server.tracing import ServerTracer
+    from gateway.telemetry.export import SpanSink
     from gateway.telemetry.metrics import GatewayMetrics
     from gateway.telemetry.pricing import PriceTable
     from gateway.tenancy.tokens import TokenTable
@@ -69,43 +74,10 @@ def is_loopback(host: str) -> bool:
 def serve_command(args: ServeArgs) -> int:
     prog = "agent-gateway serve"
     token, tokens_file = gateway_token(), env_tokens_file()
-    if not is_loopback(args.host) and not (token or tokens_file):
-        print(
-            f"{prog}: error: refusing to listen on {args.host} without authentication "
-            f"(set {TOKEN_ENV} or {TOKENS_FILE_ENV}, or use 127.0.0.1)",
-            file=sys.stderr,
-        )
+    problem = _usage_problem(args, authenticated=bool(token or tokens_file))
+    if problem:
+        print(f"{prog}: error: {problem}", file=sys.stderr)
         return 2
-    if not args.policy:
-        print(f"{prog}: error: at least one --policy PATH is needed", file=sys.stderr)
-        return 2
-    # The parser refuses these already; a ServeArgs built in code is checked the same way.
-    positive = {"--decision-budget": args.decision_budget_s,
-                "--redis-timeout": args.redis_timeout_s, "--budget-lease": args.budget_lease_s,
-                "--max-stream-seconds": args.max_stream_s,
-                "--trace-idle-timeout": args.trace_idle_timeout_s,
-                "--idle-timeout": args.idle_timeout_s}
-    for option, value in positive.items():
-        if not value > 0:
-            print(f"{prog}: error: {option} must be a positive number", file=sys.stderr)
-            return 2
-    if args.reserve_output_tokens is not None and args.reserve_output_tokens < 1:
-        print(f"{prog}: error: --reserve-output-tokens must be at least 1", file=sys.stderr)
-        return 2
-    for root in args.runs_roots:
-        if not os.path.isdir(root):
-            print(f"{prog}: error: --runs-root {root} is not a directory", file=sys.stderr)
-            return 2
-    from gateway.env import REDIS_URL_ENV, redis_url
-
-    if args.redis_url is None and (shared := redis_url()) is not None:
-        from gateway.cli.values import redis_url as valid_redis_url
-
-        try:
-            valid_redis_url(shared)
-        except argparse.ArgumentTypeError as exc:
-            print(f"{prog}: error: {REDIS_URL_ENV}: {exc}", file=sys.stderr)
-            return 2
     from gateway.integrity.keys import keys_from_env
     from gateway.policy import load_policy
     from gateway.tenancy.tokens import load_tokens
@@ -141,6 +113,37 @@ def serve_command(args: ServeArgs) -> int:
             sock.close()
 
 
+def _usage_problem(args: ServeArgs, *, authenticated: bool) -> str:
+    """What makes these arguments unusable ('' when nothing does)."""
+    if not is_loopback(args.host) and not authenticated:
+        return (f"refusing to listen on {args.host} without authentication "
+                f"(set {TOKEN_ENV} or {TOKENS_FILE_ENV}, or use 127.0.0.1)")
+    if not args.policy:
+        return "at least one --policy PATH is needed"
+    # The parser refuses these already; a ServeArgs built in code is checked the same way.
+    positive = {"--decision-budget": args.decision_budget_s,
+                "--redis-timeout": args.redis_timeout_s, "--budget-lease": args.budget_lease_s,
+                "--max-stream-seconds": args.max_stream_s,
+                "--trace-idle-timeout": args.trace_idle_timeout_s,
+                "--idle-timeout": args.idle_timeout_s}
+    for option, value in positive.items():
+        if not value > 0:
+            return f"{option} must be a positive number"
+    if args.reserve_output_tokens is not None and args.reserve_output_tokens < 1:
+        return "--reserve-output-tokens must be at least 1"
+    for root in args.runs_roots:
+        if not os.path.isdir(root):
+            return f"--runs-root {root} is not a directory"
+    from gateway.env import REDIS_URL_ENV, redis_url
+
+    if args.redis_url is None and (shared := redis_url()) is not None:
+        try:
+            values.redis_url(shared)
+        except argparse.ArgumentTypeError as exc:
+            return f"{REDIS_URL_ENV}: {exc}"
+    return ""
+
+
 def bind(host: str, port: int) -> list[socket.socket]:
     """Listening sockets for every address `host` names (as aiohttp would bind them)."""
     sockets: list[socket.socket] = []
@@ -163,20 +166,15 @@ def bind(host: str, port: int) -> list[socket.socket]:
 
 
 def _serve(args: ServeArgs, tokens: TokenTable, sockets: list[socket.socket]) -> int:
-    from aiohttp import web
-
-    from gateway.env import gateway_home, metrics_token, otel_env, redis_url, snapshot
+    from gateway.env import metrics_token, otel_env, redis_url, snapshot
     from gateway.handlers.trail import audit_export_from_env
     from gateway.runner.agent_env import remote_agent_env, without_secrets
     from gateway.runner.private_process import make_private
     from gateway.server.app import ServeConfig, create_app
     from gateway.server.exchange_metrics import both, exchange_metrics
-    from gateway.server.owners import LocalSessionOwners, RedisSessionOwners, SessionOwners
     from gateway.server.service import WORKER_PRELOAD, GatewayService
-    from gateway.server.trace_state import MemoryTraceState, RedisTraceState
-    from gateway.server.tracing import ServerTracer
     from gateway.server.workers import start_forkserver
-    from gateway.telemetry import ContentPolicy, load_price_table, span_sink_from_env
+    from gateway.telemetry import load_price_table, span_sink_from_env
     from gateway.telemetry.metrics import metric_settings, open_metrics
 
     make_private()  # remote runs' agents run as this user: its environment stays its own
@@ -198,33 +196,14 @@ def _serve(args: ServeArgs, tokens: TokenTable, sockets: list[socket.socket]) ->
     prices = load_price_table()
     metrics = open_metrics(metric_settings(otel_env()), known_models=prices.models)
     sink = span_sink_from_env()
-    tracer = ServerTracer(
-        sink,
-        prices,
-        content=ContentPolicy(capture=bool(sink.settings and sink.settings.capture_content)),
-        state=(
-            RedisTraceState(shared_redis, timeout_s=args.redis_timeout_s)
-            if shared_redis
-            else MemoryTraceState()
-        ),
-        idle_timeout_s=args.trace_idle_timeout_s,
-    )
+    tracer = _tracer(args, sink, shared_redis, prices)
     config.content_cap = tracer.content_cap
-    # With authentication on, sessions belong to tenants. Replicas must share the owners:
-    # through Redis, or through AGENT_GATEWAY_HOME when they all run on one host.
-    owners: SessionOwners | None = None
-    if tokens.enabled:
-        owners = (
-            RedisSessionOwners(shared_redis, timeout_s=args.redis_timeout_s)
-            if shared_redis
-            else LocalSessionOwners(gateway_home() / "sessions")
-        )
     gate = _budget_gate(args, tokens.budgets(), shared_redis, prices, metrics)
     export = audit_export_from_env()
     service = GatewayService(
         config.policy_paths,
         tracer,
-        owners=owners,
+        owners=_session_owners(args, tokens, shared_redis),
         runs_roots=[os.path.abspath(r) for r in args.runs_roots],
         decision_budget_s=args.decision_budget_s,
         audit_export=export,
@@ -242,6 +221,50 @@ def _serve(args: ServeArgs, tokens: TokenTable, sockets: list[socket.socket]) ->
             export.shutdown()
 
     app.on_cleanup.append(flush)
+    _run_until_signalled(app, sockets, args, _banner(args, tokens, config, gate, metrics))
+    return 0
+
+
+def _tracer(
+    args: ServeArgs, sink: SpanSink, shared_redis: str | None, prices: PriceTable
+) -> ServerTracer:
+    """The proxy's and the hooks' spans, to the exporter the OTEL_* variables name; a
+    session's trace state shared through Redis when the replicas share one."""
+    from gateway.server.trace_state import MemoryTraceState, RedisTraceState
+    from gateway.server.tracing import ServerTracer
+    from gateway.telemetry import ContentPolicy
+
+    return ServerTracer(
+        sink,
+        prices,
+        content=ContentPolicy(capture=bool(sink.settings and sink.settings.capture_content)),
+        state=(
+            RedisTraceState(shared_redis, timeout_s=args.redis_timeout_s)
+            if shared_redis
+            else MemoryTraceState()
+        ),
+        idle_timeout_s=args.trace_idle_timeout_s,
+    )
+
+
+def _session_owners(
+    args: ServeArgs, tokens: TokenTable, shared_redis: str | None
+) -> SessionOwners | None:
+    """With authentication on, sessions belong to tenants. Replicas must share the owners:
+    through Redis, or through AGENT_GATEWAY_HOME when they all run on one host."""
+    if not tokens.enabled:
+        return None
+    from gateway.env import gateway_home
+    from gateway.server.owners import LocalSessionOwners, RedisSessionOwners
+
+    if shared_redis:
+        return RedisSessionOwners(shared_redis, timeout_s=args.redis_timeout_s)
+    return LocalSessionOwners(gateway_home() / "sessions")
+
+
+def _banner(args: ServeArgs, tokens: TokenTable, config: ServeConfig, gate: BudgetGate | None,
+            metrics: GatewayMetrics) -> list[str]:
+    """What serve says once it listens: where, what is on, where budgets are counted."""
     lines = [
         f"listening on http://{args.host}:{args.port} "
         f"(upstream {args.upstream}, auth {'on' if tokens.enabled else 'off'}, "
@@ -266,9 +289,17 @@ def _serve(args: ServeArgs, tokens: TokenTable, sockets: list[socket.socket]) ->
             lines.append(f"Prometheus metrics at GET /metrics (Bearer {METRICS_TOKEN_ENV})")
         else:
             lines.append("Prometheus metrics at GET /metrics")
+    return lines
+
+
+def _run_until_signalled(
+    app: web.Application, sockets: list[socket.socket], args: ServeArgs, banner: list[str]
+) -> None:
+    from aiohttp import web
+
     def listening(_aiohttp_banner: str) -> None:
         # run_app calls this once every socket listens: only then is the service there.
-        for line in lines:
+        for line in banner:
             print(f"agent-gateway serve: {line}", file=sys.stderr, flush=True)
 
     web.run_app(
@@ -282,7 +313,6 @@ def _serve(args: ServeArgs, tokens: TokenTable, sockets: list[socket.socket]) ->
         # answer until the next request head is complete: it is the head timeout too.
         keepalive_timeout=args.idle_timeout_s,
     )
-    return 0
 
 
 def _secrets(tokens: TokenTable, config: ServeConfig, redis: str | None) -> list[str]:
@@ -336,6 +366,14 @@ def add_parser(sub: Subcommands) -> None:
         "AGENT_GATEWAY_TOKENS_FILE set, every endpoint but the health checks needs "
         "'Authorization: Bearer TOKEN'; a non-loopback --host is refused without one.",
     )
+    _what_and_where(serve)
+    _shared_state(serve)
+    _budgets(serve)
+    _time_limits(serve)
+
+
+def _what_and_where(serve: argparse.ArgumentParser) -> None:
+    """The policies, the address, the upstream and where remote runs may work."""
     serve.add_argument(
         "--policy",
         action="append",
@@ -363,6 +401,10 @@ def add_parser(sub: Subcommands) -> None:
         "Without one, remote runs are refused; a tokens-file entry's runs_roots replace these "
         "for its token",
     )
+
+
+def _shared_state(serve: argparse.ArgumentParser) -> None:
+    """What the replicas share (Redis)."""
     serve.add_argument(
         "--redis-url",
         type=values.redis_url,
@@ -381,6 +423,10 @@ def add_parser(sub: Subcommands) -> None:
         help="how long a Redis command may take before the store counts as unreachable "
         "(default 2; a command that times out is retried once)",
     )
+
+
+def _budgets(serve: argparse.ArgumentParser) -> None:
+    """How team budgets are enforced (docs/metrics.md)."""
     serve.add_argument(
         "--budget-failure",
         choices=("fail_closed", "fail_open"),
@@ -408,6 +454,10 @@ def add_parser(sub: Subcommands) -> None:
         "not renewed for SECONDS (its replica died) is charged at the amount held by the "
         "surviving replicas (default 30)",
     )
+
+
+def _time_limits(serve: argparse.ArgumentParser) -> None:
+    """How long calls, traces, connections, decisions and the drain may take."""
     serve.add_argument(
         "--max-stream-seconds",
         type=values.positive_float,

@@ -11,15 +11,13 @@ the counters when it ends (the span file is its own record).
 from __future__ import annotations
 
 import dataclasses
-import logging
-import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from gateway.budgets.ledger import Counter, Standing, StoreUnavailable, over_budget_message
-from gateway.budgets.limits import Limit, usd, window_of
+from gateway.budgets.enforcer import BudgetEnforcer, gauge_row, store_down_message, used_up
+from gateway.budgets.ledger import Counter, Standing, StoreUnavailable
+from gateway.budgets.limits import Limit
 from gateway.budgets.local import SpanFileLedger, chat_model, chat_usage
 from gateway.budgets.report import SpendRow, Standings, spend_rows
 from gateway.env import TOKEN_ENV, gateway_home, gateway_token, redis_url, tokens_files
@@ -27,19 +25,18 @@ from gateway.errors import ConfigError, GatewayError
 from gateway.telemetry import attributes as A
 from gateway.telemetry.metrics import BudgetRow
 from gateway.telemetry.model import SpanSpec
-from gateway.telemetry.pricing import NANOS_PER_USD, PriceTable, load_price_table
+from gateway.telemetry.pricing import NANOS_PER_USD, load_price_table
 from gateway.telemetry.spanfile import span_file_path
 
 if TYPE_CHECKING:
     from gateway.runner.options import AnyOptions
 
-log = logging.getLogger("gateway.runner.budget")
-
-
 class BudgetRefused(GatewayError):
     """The team's budget is used up (or cannot be checked): the run does not start."""
 
     exit_code = 1
+
+
 LOCAL_TEAM = "local"
 
 
@@ -95,13 +92,17 @@ def spend_source(
 
 @dataclass
 class RunBudget:
-    """The team budget a run is checked against (and, with Redis, charged to)."""
+    """The team budget a run is checked against (and, with Redis, charged to): the budget
+    enforcer (budgets/enforcer.py) asked once before the run and once after it."""
 
     team: str
     limits: tuple[Limit, ...]
-    store: Any
-    prices: PriceTable
+    enforcer: BudgetEnforcer
     owns_store: bool = True
+    """False for a remote run: the enforcer is serve's."""
+    charges: bool = True
+    """False when the counters are read from the local span file: its spans are the run's
+    record, so there is nothing to add."""
     charged: dict[str, int] = field(default_factory=dict)
     """Nano-dollars per model (a per-model limit counts only its own)."""
     _read: list[tuple[Counter, Standing]] = field(default_factory=list)
@@ -116,7 +117,7 @@ class RunBudget:
         if shared:
             from gateway.budgets.redis_ledger import RedisLedger
 
-            return cls(team, limits, RedisLedger(shared), prices)
+            return cls(team, limits, BudgetEnforcer(RedisLedger(shared), prices))
         from gateway.env import otel_env
         from gateway.telemetry.export import export_settings
 
@@ -126,28 +127,20 @@ class RunBudget:
                 "OTEL_TRACES_EXPORTER sends the spans elsewhere: unset it, or set "
                 "AGENT_GATEWAY_REDIS_URL to count the team's spend in Redis"
             )
-        return cls(team, limits, SpanFileLedger(span_file_path(gateway_home()), prices), prices)
+        ledger = SpanFileLedger(span_file_path(gateway_home()), prices)
+        return cls(team, limits, BudgetEnforcer(ledger, prices), charges=False)
 
-    def counters(self, model: str | None) -> list[Counter]:
-        now = time.time()
-        return [Counter(self.team, limit, window_of(limit.per, now)) for limit in self.limits
-                if model is None or limit.applies_to(model)]
-
-    async def left(self, model: str | None) -> tuple[int, str]:
-        """Nano-dollars left on the tightest counter, and the refusal when none is."""
-
-        counters = self.counters(model)
+    async def left(self, model: str | None) -> tuple[int | None, str]:
+        """Nano-dollars left on the tightest counter (None: no limit applies to `model`), and
+        the refusal when none is."""
         try:
-            standings = await self.store.standings(counters, time.time())
+            self._read = await self.enforcer.read(self.team, self.limits, model)
         except StoreUnavailable as exc:
-            return 0, (f"agent-gateway: team {self.team}'s budget cannot be checked: the budget "
-                       f"store did not answer ({exc}); the run is not started")
-        self._read = list(zip(counters, standings, strict=True))
-        tightest = min(s.remaining(c.budget) for c, s in self._read)
-        for counter, standing in zip(counters, standings, strict=True):
-            if standing.remaining(counter.budget) <= 0:
-                return 0, over_budget_message(self.team, counter, standing, 0)
-        return tightest, ""
+            return 0, store_down_message(self.team, exc, "; the run is not started")
+        refusal = used_up(self.team, self._read)
+        if refusal is not None:
+            return 0, refusal.message
+        return min((s.remaining(c.budget) for c, s in self._read), default=None), ""
 
     def observe(self, specs: Sequence[SpanSpec]) -> None:
         """Chat spans as the run emits them: their priced cost is what the run is charged."""
@@ -158,38 +151,30 @@ class RunBudget:
             if usage is None:
                 continue
             model = chat_model(spec.attributes)
-            cost = self.prices.cost_nanos(model, usage)
+            cost = self.enforcer.prices.cost_nanos(model, usage)
             if cost is not None:
                 self.charged[model] = self.charged.get(model, 0) + cost
 
     def rows(self) -> list[BudgetRow]:
         """The budget gauges at the end of the run: what was left, less what it spent."""
-        rows: list[BudgetRow] = []
-        for counter, standing in self._read:
-            spent = sum(n for model, n in self.charged.items() if counter.limit.applies_to(model))
-            left = standing.remaining(counter.budget) - spent
-            rows.append((self.team, counter.limit.per, counter.limit.model or "",
-                         left / NANOS_PER_USD, counter.budget / NANOS_PER_USD))
-        return rows
+        return [
+            gauge_row(counter, standing.remaining(counter.budget) - sum(
+                n for model, n in self.charged.items()
+                if self.enforcer.applies(counter.limit, model)))
+            for counter, standing in self._read
+        ]
 
     async def charge(self) -> None:
         """Add the run's cost to the counters (not to the span file: it records the run)."""
         try:
-            if hasattr(self.store, "settle"):
-                for model, nanos in self.charged.items():
-                    counters = self.counters(model)
-                    if counters:
-                        await self.store.settle(uuid.uuid4().hex, counters, nanos, time.time())
-        except StoreUnavailable as exc:
-            spent = usd(sum(self.charged.values()))
-            log.error("team %s: %s of spend not counted: %s", self.team, spent, exc)
+            if self.charges:
+                await self.enforcer.charge(self.team, self.limits, self.charged)
         finally:
             await self.close()
 
     async def close(self) -> None:
-        close = getattr(self.store, "close", None)
-        if close is not None and self.owns_store:
-            await close()
+        if self.owns_store:
+            await self.enforcer.close()
 
 
 async def admit(budget: RunBudget, options: AnyOptions, err: TextIO) -> AnyOptions:
@@ -199,6 +184,8 @@ async def admit(budget: RunBudget, options: AnyOptions, err: TextIO) -> AnyOptio
     if refusal:
         await budget.close()
         raise BudgetRefused(refusal)
+    if left is None:
+        return options
     cap = left / NANOS_PER_USD
     asked = options.max_budget_usd
     if asked is not None and asked <= cap:

@@ -12,9 +12,11 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from gateway.budgets.enforcer import Refusal
 from gateway.budgets.request import CallShape, UnreadableRequest, call_shape
 from gateway.errors import one_line
 from gateway.hookio.events import is_hook_event, spelled_like
+from gateway.server.audit_events import BUDGET_RULE, MODEL_REQUEST
 from gateway.server.auth import (
     METRICS_AUTH_FAILURE,
     auth_middleware,
@@ -23,7 +25,8 @@ from gateway.server.auth import (
     scraper_allowed,
 )
 from gateway.server.bodies import BodyError, JSONBody, decode, parse_object, read_limited
-from gateway.server.budget_gate import REFUSAL_STATUS, REFUSAL_TYPE, Refusal
+from gateway.server.budget_gate import REFUSAL_STATUS, REFUSAL_TYPE
+from gateway.server.hook_replies import bad_request, cannot_answer
 from gateway.server.proxy import (
     DEFAULT_MAX_STREAM_S,
     SESSION_HEADER,
@@ -33,13 +36,7 @@ from gateway.server.proxy import (
     error_type,
 )
 from gateway.server.runs import RunRefused
-from gateway.server.service import (
-    BUDGET_RULE,
-    MODEL_REQUEST,
-    GatewayService,
-    bad_request,
-    cannot_answer,
-)
+from gateway.server.service import GatewayService
 from gateway.server.upload import Upload
 from gateway.telemetry.content import DEFAULT_LIMIT
 from gateway.tenancy.tokens import TokenTable
@@ -192,7 +189,7 @@ async def _budgeted(request: web.Request, upload: Upload) -> web.StreamResponse:
         shape = await _call_shape(request, upload)
     except UnreadableRequest as exc:
         return anthropic_error(400, "invalid_request_error", f"agent-gateway: {exc}")
-    outcome = await service.gate.reserve(caller, shape)
+    outcome = await service.gate.hold_call(caller, shape)
     if isinstance(outcome, Refusal):
         await service.audit_refusal(
             MODEL_REQUEST, {"session_id": request.headers.get(SESSION_HEADER, "")}, caller,

@@ -18,6 +18,12 @@ REFUSED = "refused"
 """The request was refused before anything ran (another tenant's session, a bad transcript)."""
 BLOCK = "block"
 """PreCompact: compaction was blocked (archive required and not written)."""
+TENANT_RULE = "gateway.tenant"
+BUDGET_RULE = "gateway.budget"
+"""The rule ids of refusals: another tenant's session, a team's budget."""
+REMOTE_RUN = "RemoteRun"
+MODEL_REQUEST = "ModelRequest"
+"""Audit event names for refusals outside the hooks: /v1/runs and the Messages API proxy."""
 
 
 def event_record(

@@ -43,65 +43,72 @@ class TopLevelFields:
         value_from = 0  # where the current value's bytes start in this chunk
         while pos < n:
             if self._in_string:
-                if self._escaped:
-                    self._escaped = False
-                    if self._key_string:
-                        self._key += chunk[pos:pos + 1]
-                    pos += 1
-                    continue
-                found = _INSIDE.search(chunk, pos)
-                if found is None:
-                    if self._key_string:
-                        self._key += chunk[pos:]
-                    pos = n
-                    break
-                at = found.start()
-                if chunk[at] == 0x5C:  # a backslash: the next byte is escaped
-                    if self._key_string:
-                        self._key += chunk[pos:at + 2]
-                    if at + 1 < n:
-                        pos = at + 2
-                    else:
-                        self._escaped = True
-                        pos = n
-                    continue
-                if self._key_string:
-                    self._key += chunk[pos:at]
-                self._in_string = False
-                pos = at + 1
+                pos = self._through_string(chunk, pos)
                 continue
             found = _OUTSIDE.search(chunk, pos)
             if found is None:
                 break
-            at, char = found.start(), chunk[found.start()]
+            at = found.start()
             pos = at + 1
-            if char == 0x22:  # "
-                self._in_string = True
-                self._key_string = self.depth == 1 and not self._in_value
-                if self._key_string:
-                    self._key.clear()
-            elif char in (0x7B, 0x5B):  # { [
-                if self.depth == 0 and char != 0x7B:
-                    self.broken = True
-                    return
-                self.depth += 1
-            elif char in (0x7D, 0x5D):  # } ]
-                self.depth -= 1
-                if self.depth < 0:
-                    self.broken = True
-                    return
-                if self.depth == 0:
-                    self._end_value(chunk[value_from:at])
-                    self.ended = True
-                    return
-            elif self.depth == 1 and char == 0x3A:  # : after a top-level key
-                self._in_value = True
-                self._value = bytearray()
-                value_from = pos
-            elif self.depth == 1 and char == 0x2C:  # , between top-level fields
-                self._end_value(chunk[value_from:at])
+            value_from = self._structure(chunk, at, value_from)
+            if self.broken or self.ended:
+                return
         if self._in_value:
             self._add(chunk[value_from:])
+
+    def _through_string(self, chunk: bytes, pos: int) -> int:
+        """Where scanning goes on after the string's bytes in this chunk (a key's are kept)."""
+        n = len(chunk)
+        if self._escaped:
+            self._escaped = False
+            if self._key_string:
+                self._key += chunk[pos:pos + 1]
+            return pos + 1
+        found = _INSIDE.search(chunk, pos)
+        if found is None:
+            if self._key_string:
+                self._key += chunk[pos:]
+            return n
+        at = found.start()
+        if chunk[at] == 0x5C:  # a backslash: the next byte is escaped
+            if self._key_string:
+                self._key += chunk[pos:at + 2]
+            if at + 1 < n:
+                return at + 2
+            self._escaped = True
+            return n
+        if self._key_string:
+            self._key += chunk[pos:at]
+        self._in_string = False
+        return at + 1
+
+    def _structure(self, chunk: bytes, at: int, value_from: int) -> int:
+        """One structural byte outside strings; returns where the current value starts."""
+        char = chunk[at]
+        if char == 0x22:  # "
+            self._in_string = True
+            self._key_string = self.depth == 1 and not self._in_value
+            if self._key_string:
+                self._key.clear()
+        elif char in (0x7B, 0x5B):  # { [
+            if self.depth == 0 and char != 0x7B:
+                self.broken = True
+            else:
+                self.depth += 1
+        elif char in (0x7D, 0x5D):  # } ]
+            self.depth -= 1
+            if self.depth < 0:
+                self.broken = True
+            elif self.depth == 0:
+                self._end_value(chunk[value_from:at])
+                self.ended = True
+        elif self.depth == 1 and char == 0x3A:  # : after a top-level key
+            self._in_value = True
+            self._value = bytearray()
+            return at + 1
+        elif self.depth == 1 and char == 0x2C:  # , between top-level fields
+            self._end_value(chunk[value_from:at])
+        return value_from
 
     def _add(self, data: bytes) -> None:
         if self._value is not None:

@@ -132,70 +132,78 @@ class Proxy:
     async def handle(
         self, request: web.Request, upload: Upload, hold: Settles | None = None
     ) -> web.StreamResponse:
-        started = time.time_ns()
-        # The gateway's own token is not the upstream's credential.
-        drop = _DROP_REQUEST | gateway_token_headers(request)
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in drop}
-        headers["Accept-Encoding"] = "identity"  # the tap reads the SSE as text
-        if upload.length is not None:  # streamed on as it came, not chunked
-            headers["Content-Length"] = str(upload.length)
+        exchange = self._exchange(request)
         url = self.upstream.rstrip("/") + request.path_qs
-        exchange = ProxiedExchange(
-            session_id=request.headers.get(SESSION_HEADER, ""),
-            agent_id=request.headers.get("x-claude-code-agent-id", ""),
-            path=request.path,
-            request_model="",
-            status=0,
-            retry_count=_int(request.headers.get("X-Stainless-Retry-Count")),
-            started_ns=started,
-            tenant=caller_of(request).name,
-            content_cap=self.content_cap,
-        )
         client = _Client(request)
         deadline = asyncio.timeout(self.max_stream_s)
         try:
             async with deadline, self.session.post(
-                url, data=upload.chunks(), headers=headers
+                url, data=upload.chunks(), headers=_upstream_headers(request, upload)
             ) as upstream:
                 exchange.status = upstream.status
                 await client.start(upstream)
                 await self._pump(upstream, client, exchange)
             return await client.finish()
         except (aiohttp.ClientError, TimeoutError, BodyError) as exc:
-            refused = upload.error  # the request body was refused as it streamed
-            if refused is not None:
-                exchange.error = f"request body refused: {refused}"
-            elif deadline.expired():
-                exchange.error = (f"the call ran past the gateway's maximum of "
-                                  f"{self.max_stream_s:g} s (serve --max-stream-seconds)")
-            else:
-                exchange.error = (
-                    f"upstream failed: {' '.join(str(exc).split()) or type(exc).__name__}"
-                )
-            if client.response is not None:
-                # Headers are out: the client sees a cut stream, as from the upstream.
-                log.warning("proxied call cut: %s", exchange.error)
-                return client.cut()
-            if refused is not None:
-                exchange.status = refused.status
-                return anthropic_error(refused.status, error_type(refused.status),
-                                       f"agent-gateway: {refused}")
-            exchange.status = 502
-            return anthropic_error(502, "api_error", exchange.error)
+            return self._failed(exc, exchange, upload, client, deadline.expired())
         finally:
             exchange.ended_ns = time.time_ns()
             exchange.client_left = client.gone
             if hold is not None:
                 hold.settle(exchange)
-            if self.sink is not None and request.path == "/v1/messages":
-                # Parsed after the response, off the time-to-first-byte path.
-                whole = upload.whole
-                exchange.request_model = request_model(whole or upload.head[:1024])
-                exchange.request_body = whole or b""
-                try:
-                    self.sink(exchange)
-                except Exception:  # tracing must never break the proxied call
-                    log.exception("chat span for a proxied request failed")
+            self._record(request, upload, exchange)
+
+    def _exchange(self, request: web.Request) -> ProxiedExchange:
+        """What the tap will learn about this request, started now."""
+        return ProxiedExchange(
+            session_id=request.headers.get(SESSION_HEADER, ""),
+            agent_id=request.headers.get("x-claude-code-agent-id", ""),
+            path=request.path,
+            request_model="",
+            status=0,
+            retry_count=_int(request.headers.get("X-Stainless-Retry-Count")),
+            started_ns=time.time_ns(),
+            tenant=caller_of(request).name,
+            content_cap=self.content_cap,
+        )
+
+    def _failed(self, exc: BaseException, exchange: ProxiedExchange, upload: Upload,
+                client: _Client, timed_out: bool) -> web.StreamResponse:
+        """The answer to a call that failed: the request body refused, the maximum duration
+        passed, or the upstream failed; a cut stream once the headers are out."""
+        refused = upload.error  # the request body was refused as it streamed
+        if refused is not None:
+            exchange.error = f"request body refused: {refused}"
+        elif timed_out:
+            exchange.error = (f"the call ran past the gateway's maximum of "
+                              f"{self.max_stream_s:g} s (serve --max-stream-seconds)")
+        else:
+            exchange.error = (
+                f"upstream failed: {' '.join(str(exc).split()) or type(exc).__name__}"
+            )
+        if client.response is not None:
+            # Headers are out: the client sees a cut stream, as from the upstream.
+            log.warning("proxied call cut: %s", exchange.error)
+            return client.cut()
+        if refused is not None:
+            exchange.status = refused.status
+            return anthropic_error(refused.status, error_type(refused.status),
+                                   f"agent-gateway: {refused}")
+        exchange.status = 502
+        return anthropic_error(502, "api_error", exchange.error)
+
+    def _record(self, request: web.Request, upload: Upload, exchange: ProxiedExchange) -> None:
+        """The exchange to the sink (the chat span, metrics) once the call is over."""
+        if self.sink is None or request.path != "/v1/messages":
+            return
+        # Parsed after the response, off the time-to-first-byte path.
+        whole = upload.whole
+        exchange.request_model = request_model(whole or upload.head[:1024])
+        exchange.request_body = whole or b""
+        try:
+            self.sink(exchange)
+        except Exception:  # tracing must never break the proxied call
+            log.exception("chat span for a proxied request failed")
 
     async def _pump(
         self,
@@ -236,6 +244,17 @@ class Proxy:
             exchange.body_json = fields.message() if fields is not None else (
                 _json_object(bytes(kept)) if kept else None
             )
+
+
+def _upstream_headers(request: web.Request, upload: Upload) -> dict[str, str]:
+    """The request's headers as forwarded: hop-by-hop ones dropped, and the one that held
+    the gateway's own token (it is not the upstream's credential)."""
+    drop = _DROP_REQUEST | gateway_token_headers(request)
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in drop}
+    headers["Accept-Encoding"] = "identity"  # the tap reads the SSE as text
+    if upload.length is not None:  # streamed on as it came, not chunked
+        headers["Content-Length"] = str(upload.length)
+    return headers
 
 
 class _Client:

@@ -1,4 +1,6 @@
 """What the HTTP endpoints do: hook events, tenancy, readiness, remote runs. No aiohttp here.
+The replies are hook_replies.py's, the readiness checks readiness.py's, the remote runs
+remote_runs.py's.
 
 Nothing blocking runs on the event loop. Decisions run in worker processes, in two lanes: small
 hook inputs in one (a job running long there is niced and replaced, see workers.py), large
@@ -14,31 +16,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
-import functools
-import json
 import logging
 import os
-import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict, cast
+from typing import TYPE_CHECKING, Any
 
-from gateway.audit.log import append_record, audit_path, checkpoint_path
-from gateway.audit.record import DecisionRecord, EventRecord, decision_record
+from gateway.audit.log import append_record, audit_path
 from gateway.env import snapshot
 from gateway.errors import GatewayError, one_line
 from gateway.handlers.decision import PreToolUseAnswer, fail_closed
 from gateway.handlers.engine import Engine
 from gateway.handlers.trail import AuditExport
-from gateway.hookio.parse import parse_pre_tool_use
-from gateway.hookio.render import render_block, render_deny, render_pre_tool_use
-from gateway.hookio.wire import PreCompactOutput, PreToolUseHookSpecificOutput, PreToolUseOutput
+from gateway.hookio.render import render_block, render_pre_tool_use
 from gateway.policy.reload import INTERVAL_S, PolicyFiles
 from gateway.runner.agent_env import remote_agent_env
 from gateway.server import audit_events as ev
+from gateway.server.audit_events import MODEL_REQUEST, TENANT_RULE
 from gateway.server.bodies import JSONBody, decode_object
 from gateway.server.budget_gate import BudgetGate
 from gateway.server.decided import DecidedCalls
@@ -50,14 +45,18 @@ from gateway.server.decision_worker import (
     WorkerInit,
     worker_main,
 )
+from gateway.server.hook_replies import (
+    HookReply,
+    bad_request,
+    cannot_decide,
+    deny_record,
+)
 from gateway.server.offload import Offload, cores
 from gateway.server.owners import SessionOwners
+from gateway.server.readiness import Notice, Readiness, audit_problem, store_problem
+from gateway.server.remote_runs import RemoteRuns
 from gateway.server.runs import (
-    RunRefused,
     RunSpec,
-    confine_cwd,
-    parse_run_request,
-    stream_run_lines,
 )
 from gateway.server.tenancy import OwnerStoreError, Tenancy, valid_session_id
 from gateway.server.tracing import ServerTracer
@@ -68,7 +67,7 @@ from gateway.tenancy.tokens import Caller
 from gateway.types import JSON, Decision, JSONObject
 
 if TYPE_CHECKING:
-    from gateway.runner.account import RunAccount
+    pass
 
 log = logging.getLogger("gateway.server")
 
@@ -80,74 +79,8 @@ DEMOTE_AFTER_S = 0.05
 WORKER_MEMORY_LIMIT = 512 * 1024**2
 """Address space per decision worker: a runaway analysis fails there (a deny), long before
 it could take the replica's memory."""
-RUNS_OFF = (
-    "remote runs are off on this gateway: start it with `agent-gateway serve --runs-root DIR` "
-    "(or give this token runs_roots in the tokens file)"
-)
 WORKER_PRELOAD = ("gateway.server.private_forkserver", worker_main.__module__)
 """What the workers' forkserver imports before it forks any: first, what makes it private."""
-TENANT_RULE = "gateway.tenant"
-BUDGET_RULE = "gateway.budget"
-REMOTE_RUN = "RemoteRun"
-MODEL_REQUEST = "ModelRequest"
-"""Audit event names for refusals outside the hooks: /v1/runs and the Messages API proxy."""
-
-
-class Refusal(TypedDict, total=False):
-    """A hook request answered with an error status: why, and for the events that block,
-    the blocking answer too (a client that reads the body anyway never sees an allow)."""
-
-    error: str
-    hookSpecificOutput: PreToolUseHookSpecificOutput
-    decision: Literal["block"]
-    reason: str
-
-
-HookAnswer = PreToolUseOutput | PreCompactOutput | Refusal
-
-
-@dataclass(frozen=True)
-class HookReply:
-    status: int
-    body: HookAnswer
-    after: Callable[[], None] | None = None
-    """Work for after the answer is sent (spans, the off-host copy of the audit record):
-    the caller runs it once the response is written."""
-
-
-class Notice(NamedTuple):
-    """A warning, and the policy files it is about (a caller is shown only its own)."""
-
-    text: str
-    policies: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Readiness:
-    """`problems` make the replica not ready; `warnings` are shown while it stays ready.
-
-    /readyz shows both; metrics read the same value."""
-
-    problems: list[str] = field(default_factory=list)
-    warnings: list[Notice] = field(default_factory=list)
-
-    @property
-    def ready(self) -> bool:
-        return not self.problems
-
-    def details(self, policies: Collection[str] | None = None) -> ReadinessBody:
-        """The /readyz body; `policies`: only warnings about these files (None: all)."""
-        shown = [
-            n.text for n in self.warnings
-            if policies is None or set(n.policies) <= set(policies)
-        ]
-        return {"ready": self.ready, "problems": self.problems, "warnings": shown}
-
-
-class ReadinessBody(TypedDict):
-    ready: bool
-    problems: list[str]
-    warnings: list[str]
 
 
 class GatewayService:
@@ -172,8 +105,6 @@ class GatewayService:
         """`agent_env`: the environment remote runs' Claude Code gets (runner/agent_env.py);
         None: the allow-listed part of this process's own."""
         self._paths = tuple(policy_paths)
-        self._agent_env = dict(agent_env if agent_env is not None
-                               else remote_agent_env(snapshot()))
         self._files = PolicyFiles()
         """The policy texts in force here; a new decision worker starts from them."""
         self._poll: asyncio.Task[None] | None = None
@@ -188,7 +119,6 @@ class GatewayService:
         self._enforced = DecidedCalls()
         """PreToolUse decisions made here, for the tool spans of their PostToolUse."""
         self._sink_ok = sink_ok
-        self._runs_roots = tuple(runs_roots)
         self.gate = gate
         """Team budgets (None: no caller has one)."""
         self.metrics = metrics or GatewayMetrics()
@@ -196,6 +126,11 @@ class GatewayService:
         self.decision_budget_s = decision_budget_s
         self._offload = Offload()
         self.tenancy = Tenancy(owners, self._offload.io)
+        runs_env = dict(agent_env if agent_env is not None else remote_agent_env(snapshot()))
+        self.runs = RemoteRuns(
+            tuple(runs_roots), runs_env, self._layers, self._offload.io, self.tenancy, gate,
+            self.metrics, self.audit_refusal, self.decide_for_run,
+        )
         self.engine_for(Caller(name="server"))  # the server's own policy must load now
         n = workers or cores()
         preload = WORKER_PRELOAD
@@ -289,12 +224,12 @@ class GatewayService:
         try:
             refusal = await self.tenancy.refusal(_text(session_id), caller.name)
         except OwnerStoreError as exc:
-            return _cannot_decide(event, 503, f"agent-gateway: {exc}")
+            return cannot_decide(event, 503, f"agent-gateway: {exc}")
         if refusal:
             await self.audit_refusal(event, body, caller, refusal)
             if event == "PreToolUse":
                 self._count_decision(Decision("deny", TENANT_RULE, refusal), body, caller)
-            return _cannot_decide(event, 403, f"agent-gateway refused: {refusal}")
+            return cannot_decide(event, 403, f"agent-gateway refused: {refusal}")
         if event == "PreToolUse":
             return await self._pre_tool_use(body, raw, caller, sandbox)
         if event in ("PostToolUse", "PostToolUseFailure"):
@@ -375,7 +310,7 @@ class GatewayService:
         self.metrics.decision(decision, tool if isinstance(tool, str) else "", caller.name)
 
     def _append_deny(self, body: JSONObject, decision: Decision, caller: Caller) -> None:
-        self._append(_deny_record(body, decision, caller))
+        self._append(deny_record(body, decision, caller))
 
     async def decide_for_run(self, caller: Caller, raw: bytes, body: Mapping[str, Any],
                              sandbox: str, sandbox_unavailable: str) -> PreToolUseAnswer:
@@ -390,7 +325,7 @@ class GatewayService:
         record = None
         try:
             record = await self._offload.io(
-                append_record, _deny_record(body, decision, caller), self._audit_log
+                append_record, deny_record(body, decision, caller), self._audit_log
             )
         except Exception as exc:  # the deny stands, recorded or not
             log.error("audit log not writable, the deny stands: %s", one_line(exc, typed=True))
@@ -533,8 +468,8 @@ class GatewayService:
         ]
         server = self._engines.get(self._paths)
         for problem in (
-            _store_problem(server) if server is not None else "",
-            _audit_problem(self._audit_log),
+            store_problem(server) if server is not None else "",
+            audit_problem(self._audit_log),
             self.tenancy.owners.problem() if self.tenancy.owners is not None else "",
         ):
             if problem:
@@ -569,186 +504,16 @@ class GatewayService:
             ))
         return warnings
 
-    # --- remote runs ------------------------------------------------------------------------
+
+    # --- remote runs (remote_runs.py) -------------------------------------------------------
     async def prepare_run(self, body: JSONObject, caller: Caller) -> RunSpec:
         """A run the caller may start, with `cwd` resolved; RunRefused (4xx) otherwise."""
-        try:
-            return await self._prepare_run(body, caller)
-        except RunRefused as exc:
-            if exc.status in (402, 403):
-                resume, cwd = body.get("resume"), body.get("cwd")
-                await self.audit_refusal(
-                    REMOTE_RUN,
-                    {"session_id": resume if isinstance(resume, str) else ""},
-                    caller,
-                    str(exc),
-                    rule_id=BUDGET_RULE if exc.status == 402 else TENANT_RULE,
-                    cwd=cwd if isinstance(cwd, str) else "",
-                )
-            raise
+        return await self.runs.prepare(body, caller)
 
-    async def _prepare_run(self, body: JSONObject, caller: Caller) -> RunSpec:
-        roots = caller.runs_roots if caller.runs_roots is not None else self._runs_roots
-        if not roots:
-            raise RunRefused(403, RUNS_OFF)
-        try:
-            spec = parse_run_request(body, self._layers(caller))
-        except ValueError as exc:
-            raise RunRefused(400, one_line(exc)) from None
-        cwd = spec.options.get("cwd")
-        if not cwd:
-            raise RunRefused(400, "'cwd' is required: a directory inside one of the runs roots")
-        real = await self._offload.io(confine_cwd, cwd, roots)
-        if self.gate is not None:
-            model = spec.options.get("model")
-            over = await self.gate.check(caller, model if isinstance(model, str) else None)
-            if over is not None:
-                raise RunRefused(402, over.message)
-        resume = spec.options.get("resume")
-        if resume:
-            if not valid_session_id(resume):
-                raise RunRefused(400, "'resume' must be a printable string (max 256)")
-            try:
-                refusal = await self.tenancy.refusal(resume, caller.name)
-            except OwnerStoreError as exc:
-                raise RunRefused(503, str(exc)) from None
-            if refusal:
-                verb = "fork" if spec.options.get("fork_session") else "resume"
-                raise RunRefused(403, f"cannot {verb}: {refusal}")
-        return replace(spec, options={**spec.options, "cwd": real})
-
-    async def stream_run(self, spec: RunSpec, caller: Caller) -> AsyncIterator[bytes]:
+    def stream_run(self, spec: RunSpec, caller: Caller) -> AsyncIterator[bytes]:
         """The run's NDJSON lines; its session is recorded as the caller's when it starts."""
-        claimed = not self.tenancy.enabled
-        decide = functools.partial(self.decide_for_run, caller)
-        async for chunk in stream_run_lines(spec, self._agent_env, self._run_account(caller),
-                                            decide):
-            if not claimed and (session_id := _session_id_of(chunk)):
-                claimed = True
-                try:
-                    refusal = await self.tenancy.refusal(session_id, caller.name)
-                except OwnerStoreError as exc:
-                    refusal = str(exc)
-                if refusal:  # a new session that is somebody else's: never stream it
-                    log.error("remote run stopped: %s", refusal)
-                    yield (json.dumps({"type": "gateway_error", "error": refusal}) + "\n").encode()
-                    return
-            yield chunk
-
-
-    def _run_account(self, caller: Caller) -> RunAccount:
-        """A remote run counts against its caller's team: serve's metrics, the team's budget
-        (checked in prepare_run for a 402; again as it starts, to cap --max-budget-usd at what
-        is left; charged what the run cost when it ends)."""
-        from gateway.runner.account import RunAccount
-        from gateway.runner.budget import RunBudget
-
-        budget = None
-        if self.gate is not None and caller.budget:
-            budget = RunBudget(caller.name, caller.budget, self.gate.ledger, self.gate.prices,
-                               owns_store=False)
-        return RunAccount(team=caller.name, metrics=self.metrics, budget=budget)
-
-
-def _deny_record(body: Mapping[str, Any], decision: Decision, caller: Caller
-                 ) -> dict[str, object]:
-    """The record of a deny no worker wrote (the decision path could not run)."""
-    record: DecisionRecord | EventRecord
-    try:
-        record = decision_record(parse_pre_tool_use(dict(body)), decision)
-    except GatewayError:
-        record = ev.event_record(
-            "PreToolUse", dict(body), caller.name, decision="deny", reason=decision.reason,
-            rule_id=decision.rule_id,
-        )
-    return {**record, "tenant": caller.name}
-
-
-def bad_request(event: str, status: int, message: str) -> HookReply:
-    """A hook body the gateway will not read: 4xx, and for PreToolUse a deny as well."""
-    reason = f"agent-gateway could not read the hook input: {message}"
-    return _cannot_decide(event, status, reason, error=message)
-
-
-def _cannot_decide(event: str, status: int, reason: str, *, error: str = "") -> HookReply:
-    reason = " ".join(reason.split())
-    # A client that reads the body anyway must see a deny or block, never a silent allow.
-    answer: PreToolUseOutput | PreCompactOutput = {}
-    if event == "PreToolUse":
-        answer = render_deny(reason)
-    elif event == "PreCompact":
-        answer = render_block(reason)
-    return HookReply(status, cast(Refusal, {**answer, "error": error or reason}))
-
-
-def cannot_answer(event: str, exc: BaseException) -> HookReply:
-    """A hook request whose handling failed: 500, and the blocking answer for the events
-    that block (an http hook with `onFailure: block` blocks on the 500 alone)."""
-    reason = f"agent-gateway could not answer: {one_line(exc, typed=True)}"
-    return _cannot_decide(event, 500, reason)
+        return self.runs.stream(spec, caller)
 
 
 def _text(value: JSON) -> str:
     return value if isinstance(value, str) else ""
-
-
-def _session_id_of(chunk: bytes) -> str:
-    for line in chunk.splitlines():
-        try:
-            message = json.loads(line)
-        except ValueError:
-            continue
-        session_id = message.get("session_id") if isinstance(message, dict) else None
-        if valid_session_id(session_id):
-            return str(session_id)
-    return ""
-
-
-def _store_problem(engine: Engine) -> str:
-    """The local archive directory must be writable (an S3 store is checked when used)."""
-    try:
-        settings, _ = engine.compaction_settings()
-    except Exception as exc:
-        return f"compaction settings: {one_line(exc)}"
-    if not settings.archive or settings.store != "local":
-        return ""
-    from gateway.archive.store import local_root
-
-    return _writable_dir(Path(local_root(settings, None)), "archive store")
-
-
-READINESS_PROBE_BYTES = 64 * 1024
-"""Written (and removed) where a store lives by each readiness check: more than an audit
-record takes, so a full disk shows before a decision fails on it. An empty file, which is
-what the check wrote before, still fits on a full disk."""
-
-
-def _audit_problem(path: Path) -> str:
-    """The audit log cannot be appended: its directory cannot take a record (full, read-only,
-    not a directory) or the log or its checkpoint cannot be opened for writing."""
-    problem = _writable_dir(path.parent, "audit log directory")
-    for target, what in ((path, "audit log"), (checkpoint_path(path), "audit checkpoint")):
-        if problem:
-            break
-        try:
-            os.close(os.open(target, os.O_WRONLY | os.O_APPEND))
-        except FileNotFoundError:
-            continue  # written with the first record
-        except OSError as exc:
-            problem = f"{what} {target} not writable: {exc.strerror or exc}"
-    return problem
-
-
-def _writable_dir(root: Path, what: str) -> str:
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=root, prefix=".readyz-", buffering=0) as probe:
-            left = memoryview(bytes(READINESS_PROBE_BYTES))
-            while left:  # a nearly full disk takes part of it, then refuses the rest
-                written = probe.write(left) or 0
-                if not written:
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-                left = left[written:]
-    except OSError as exc:
-        return f"{what} {root} not writable: {exc.strerror or exc}"
-    return "" if os.access(root, os.W_OK) else f"{what} {root} not writable"

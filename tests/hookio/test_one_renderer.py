@@ -19,7 +19,7 @@ from gateway.handlers.compact import answer_pre_compact
 from gateway.handlers.engine import Engine
 from gateway.runner.hook_answers import HookAnswers
 from gateway.server.auth import _refuse
-from gateway.server.service import bad_request, cannot_answer
+from gateway.server.hook_replies import bad_request, cannot_answer
 from tests.handlers.test_fail_closed import (
     DENIED,
     VANTAGES,

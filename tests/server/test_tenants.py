@@ -14,8 +14,8 @@ from aiohttp.test_utils import TestClient
 from gateway.errors import ConfigError
 from gateway.scripted import ScriptedServer
 from gateway.server.owners import LocalSessionOwners, OwnerCache
+from gateway.server.remote_runs import RUNS_OFF
 from gateway.server.runs import OUTSIDE_ROOTS
-from gateway.server.service import RUNS_OFF
 from gateway.tenancy.tokens import Caller, TokenTable, load_tokens
 from tests.server.conftest import AppFactory
 from tests.server.test_app import decision_of, pre_tool_use
