@@ -30,7 +30,7 @@ from gateway.telemetry.conversation import Conversation
 from gateway.telemetry.ids import TOOL_SPAN_KIND, IdSource, RandomIds, parse_traceparent
 from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec
 from gateway.telemetry.pricing import PriceTable, load_price_table
-from gateway.telemetry.result import result_attributes, result_status, run_cost_usd
+from gateway.telemetry.result import cost_attributes, result_attributes, result_status
 from gateway.telemetry.stream_compactions import StreamCompactions
 from gateway.telemetry.subagents import TRANSCRIPT_SOURCE, FinalUsage
 from gateway.telemetry.tools import ToolCallState
@@ -581,21 +581,10 @@ class TraceBuilder:
             attrs[A.CLAUDE_CODE_VERSION] = self._version
         attrs.update(self._root_extra)
         attrs.update(result_attributes(self._results))
-        costs = [c.cost for c in self._chats.values()] + self._compactions.chat_costs
-        chat_sum = sum(c for c in costs if c is not None)
-        unpriced = sum(1 for c in costs if c is None)
-        attrs[A.COST_CHAT_SUM_USD] = chat_sum
-        attrs[A.COST_UNPRICED_CHATS] = unpriced
-        compaction_costs = self._compactions.costs
-        if compaction_costs:
-            attrs[A.COST_COMPACTION_USD] = sum(c for c in compaction_costs if c is not None)
-        spent = run_cost_usd(self._results)
-        if spent is not None:
-            attrs[A.COST_RUN_USD] = spent
-        total = spent if spent is not None else attrs.get(A.RESULT_TOTAL_COST_USD)
-        if (isinstance(total, int | float) and unpriced == 0
-                and None not in compaction_costs):
-            attrs[A.COST_DIFFERENCE_USD] = round(chat_sum - total, 12)
+        attrs.update(cost_attributes(
+            [c.cost for c in self._chats.values()] + self._compactions.chat_costs,
+            self._compactions.costs, self._results,
+        ))
         if not self._results:
             attrs[A.INCOMPLETE] = True
             attrs[A.ERROR_TYPE] = INCOMPLETE_ERROR
