@@ -12,7 +12,8 @@ only the placeholder usage of the `assistant` lines. Such a chat is held, with i
 tools, until `complete_from_transcripts` hands over the final usage its transcript recorded, or
 until `finish`, which emits whatever is still held as it is (unpriced). A compaction span is
 held likewise until the query's result, whose `model_usage_since_last_result` prices the
-summary request the stream never shows.
+summary request the stream never shows (stream_compactions.py). With content capture, each
+agent's conversation is rebuilt from the stream for its chats' input (conversation.py).
 """
 
 from __future__ import annotations
