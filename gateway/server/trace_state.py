@@ -12,10 +12,13 @@ session's last activity. Stores raise OSError when unavailable.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
+
+from gateway.types import Decision
 
 TTL_S = 24 * 3600
 CLOSED_KEEP_S = 600
@@ -194,3 +197,36 @@ class RedisTraceState:
 
     def forget_activity(self, session: str) -> None:
         self._call(lambda: self._redis.zrem(self.ACTIVE, session))
+
+
+# --- the stored shapes ------------------------------------------------------------------
+def load_json(raw: str | None) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+DECISION_KEPT = ("kind", "rule_id", "reason", "would_deny", "enforced_by")
+"""What a tool span shows of a decision; never `matched` (the command's text) in the shared
+trace state, content capture or not."""
+
+
+def decision_json(decision: Decision) -> str:
+    return json.dumps({k: getattr(decision, k) for k in DECISION_KEPT})
+
+
+def decision_from(raw: str | None) -> Decision | None:
+    data = load_json(raw)
+    if not isinstance(data, dict):
+        return None
+    return Decision(**{k: data[k] for k in DECISION_KEPT if k in data})
+
+
+def slim_post_tool_use(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What a pending Task/Agent call's span needs from its PostToolUse input."""
+    keep = ("session_id", "tool_use_id", "tool_name", "tool_input", "tool_response", "agent_id",
+            "duration_ms")
+    return {k: body[k] for k in keep if k in body}

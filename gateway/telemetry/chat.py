@@ -80,10 +80,6 @@ class ToolUseBlock:
     name: str
     raw_input: Pieces = field(default_factory=Pieces)
 
-    @property
-    def input_json(self) -> str:
-        return self.raw_input.value()
-
 
 @dataclass(slots=True)
 class ChatAccumulator:
@@ -361,37 +357,7 @@ def chat_span(
 ) -> SpanSpec:
     """A chat span from a response already folded (the proxy folds it as it passes, `run`
     from the stream); its cost, when known, is `gen_ai.usage.cost`."""
-    usage = acc.usage
-    request_model = meta.request_model
-    attrs: dict[str, AttributeValue] = {
-        A.GEN_AI_OPERATION_NAME: A.OP_CHAT,
-        A.GEN_AI_PROVIDER_NAME: A.PROVIDER_ANTHROPIC,
-        A.GEN_AI_REQUEST_MODEL: request_model or acc.model,
-        A.GEN_AI_USAGE_INPUT_TOKENS: usage.total_input_tokens,
-        A.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: usage.cache_read_input_tokens,
-        A.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: usage.cache_creation_input_tokens,
-        A.CHAT_USAGE_SOURCE: acc.usage_source,
-    }
-    if meta.conversation_id:
-        attrs[A.GEN_AI_CONVERSATION_ID] = meta.conversation_id
-    if acc.model:
-        attrs[A.GEN_AI_RESPONSE_MODEL] = acc.model
-    if acc.message_id:
-        attrs[A.GEN_AI_RESPONSE_ID] = acc.message_id
-    if usage.cache_creation_1h_input_tokens is not None:
-        attrs[A.CHAT_CACHE_CREATION_1H_INPUT_TOKENS] = usage.cache_creation_1h_input_tokens
-    if usage.cache_creation_5m_input_tokens is not None:
-        attrs[A.CHAT_CACHE_CREATION_5M_INPUT_TOKENS] = usage.cache_creation_5m_input_tokens
-    if acc.exact:
-        attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
-        if acc.stop_reason:
-            attrs[A.GEN_AI_RESPONSE_FINISH_REASONS] = (acc.stop_reason,)
-        model = acc.model or request_model
-        cost = prices.cost(model, usage)
-        if cost is None:
-            attrs[A.COST_UNPRICED_MODEL] = model
-        else:
-            attrs[A.GEN_AI_USAGE_COST] = cost
+    attrs = _usage_attributes(acc, meta, prices)
     if acc.error_type:
         attrs[A.ERROR_TYPE] = acc.error_type
     content = content or ContentPolicy()
@@ -404,15 +370,7 @@ def chat_span(
     if meta.ttft_ns is not None:
         attrs[A.CHAT_TTFT_MS] = meta.ttft_ns / 1e6
         attrs[A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = meta.ttft_ns / 1e9
-    status = SpanStatus()
-    failed = meta.http_status is not None and meta.http_status >= 400
-    if failed or acc.error_type:
-        error = acc.error_type or str(meta.http_status)
-        attrs.setdefault(A.ERROR_TYPE, error)
-        if acc.error_message:
-            attrs[A.CHAT_ERROR_MESSAGE] = acc.error_message
-        status = SpanStatus("error", acc.error_message or (
-            f"HTTP {meta.http_status}" if meta.http_status is not None else error))
+    status = _chat_status(acc, meta, attrs)
     return SpanSpec(
         name=chat_span_name(acc.model or meta.request_model),
         trace_id=parent.trace_id,
@@ -426,3 +384,56 @@ def chat_span(
         parent_is_remote=parent.is_remote,
         trace_state=parent.trace_state,
     )
+
+
+def _usage_attributes(
+    acc: ChatAccumulator, meta: ChatRequestMeta, prices: PriceTable
+) -> dict[str, AttributeValue]:
+    """The request, the response's ids, tokens and (once the usage is final) its cost."""
+    usage = acc.usage
+    attrs: dict[str, AttributeValue] = {
+        A.GEN_AI_OPERATION_NAME: A.OP_CHAT,
+        A.GEN_AI_PROVIDER_NAME: A.PROVIDER_ANTHROPIC,
+        A.GEN_AI_REQUEST_MODEL: meta.request_model or acc.model,
+        A.GEN_AI_USAGE_INPUT_TOKENS: usage.total_input_tokens,
+        A.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: usage.cache_read_input_tokens,
+        A.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: usage.cache_creation_input_tokens,
+        A.CHAT_USAGE_SOURCE: acc.usage_source,
+    }
+    for name, value in (
+        (A.GEN_AI_CONVERSATION_ID, meta.conversation_id),
+        (A.GEN_AI_RESPONSE_MODEL, acc.model),
+        (A.GEN_AI_RESPONSE_ID, acc.message_id),
+    ):
+        if value:
+            attrs[name] = value
+    if usage.cache_creation_1h_input_tokens is not None:
+        attrs[A.CHAT_CACHE_CREATION_1H_INPUT_TOKENS] = usage.cache_creation_1h_input_tokens
+    if usage.cache_creation_5m_input_tokens is not None:
+        attrs[A.CHAT_CACHE_CREATION_5M_INPUT_TOKENS] = usage.cache_creation_5m_input_tokens
+    if acc.exact:
+        attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
+        if acc.stop_reason:
+            attrs[A.GEN_AI_RESPONSE_FINISH_REASONS] = (acc.stop_reason,)
+        model = acc.model or meta.request_model
+        cost = prices.cost(model, usage)
+        if cost is None:
+            attrs[A.COST_UNPRICED_MODEL] = model
+        else:
+            attrs[A.GEN_AI_USAGE_COST] = cost
+    return attrs
+
+
+def _chat_status(
+    acc: ChatAccumulator, meta: ChatRequestMeta, attrs: dict[str, AttributeValue]
+) -> SpanStatus:
+    """ERROR for an HTTP error or an error event, with error.type and the message added."""
+    failed = meta.http_status is not None and meta.http_status >= 400
+    if not failed and not acc.error_type:
+        return SpanStatus()
+    error = acc.error_type or str(meta.http_status)
+    attrs.setdefault(A.ERROR_TYPE, error)
+    if acc.error_message:
+        attrs[A.CHAT_ERROR_MESSAGE] = acc.error_message
+    return SpanStatus("error", acc.error_message or (
+        f"HTTP {meta.http_status}" if meta.http_status is not None else error))

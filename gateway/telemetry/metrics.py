@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
     ConsoleMetricExporter,
@@ -114,9 +114,10 @@ class GatewayMetrics(Pipeline):
         self._small = BoundedValues(limit=16)
         self._budget_rows: Callable[[], Iterable[BudgetRow]] = list
         self._reload_errors: Callable[[], int] = lambda: 0
-        if provider is None:
-            return
-        meter = provider.get_meter(SCOPE)
+        if provider is not None:
+            self._create_instruments(provider.get_meter(SCOPE))
+
+    def _create_instruments(self, meter: Meter) -> None:
         self._tokens = meter.create_histogram(
             M.TOKEN_USAGE, M.UNITS[M.TOKEN_USAGE], "Tokens per model call, by token type",
             explicit_bucket_boundaries_advisory=M.TOKEN_BUCKETS,

@@ -48,6 +48,29 @@ def run_cost_usd(results: Sequence[Mapping[str, Any]]) -> float | None:
     return sum(c for c in costs if c is not None)
 
 
+def cost_attributes(
+    chat_costs: Sequence[float | None], compaction_costs: Sequence[float | None],
+    results: Sequence[Mapping[str, Any]],
+) -> dict[str, AttributeValue]:
+    """The root's cost reconciliation: the sum of the priced chats (the compactions' own chats
+    among them) and how many were not priced, the compactions' share, what the results say
+    was spent, and the difference once everything was priced."""
+    chat_sum = sum(c for c in chat_costs if c is not None)
+    unpriced = sum(1 for c in chat_costs if c is None)
+    attrs: dict[str, AttributeValue] = {
+        A.COST_CHAT_SUM_USD: chat_sum, A.COST_UNPRICED_CHATS: unpriced,
+    }
+    if compaction_costs:
+        attrs[A.COST_COMPACTION_USD] = sum(c for c in compaction_costs if c is not None)
+    spent = run_cost_usd(results)
+    if spent is not None:
+        attrs[A.COST_RUN_USD] = spent
+    total = spent if spent is not None or not results else _num(results[-1].get("total_cost_usd"))
+    if isinstance(total, int | float) and unpriced == 0 and None not in compaction_costs:
+        attrs[A.COST_DIFFERENCE_USD] = round(chat_sum - total, 12)
+    return attrs
+
+
 def is_error_result(result: Mapping[str, Any]) -> bool:
     return bool(result.get("is_error")) or str(result.get("subtype") or "success") != "success"
 

@@ -12,7 +12,8 @@ only the placeholder usage of the `assistant` lines. Such a chat is held, with i
 tools, until `complete_from_transcripts` hands over the final usage its transcript recorded, or
 until `finish`, which emits whatever is still held as it is (unpriced). A compaction span is
 held likewise until the query's result, whose `model_usage_since_last_result` prices the
-summary request the stream never shows.
+summary request the stream never shows (stream_compactions.py). With content capture, each
+agent's conversation is rebuilt from the stream for its chats' input (conversation.py).
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ from typing import Any
 from gateway.telemetry import attributes as A
 from gateway.telemetry import messages as M
 from gateway.telemetry.chat import ChatAccumulator, ChatInput, ChatRequestMeta
-from gateway.telemetry.compaction import Compaction, unaccounted_usage
 from gateway.telemetry.content import ContentPolicy
+from gateway.telemetry.conversation import Conversation
 from gateway.telemetry.ids import TOOL_SPAN_KIND, IdSource, RandomIds, parse_traceparent
 from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec
-from gateway.telemetry.pricing import PriceTable, Usage, load_price_table
-from gateway.telemetry.result import result_attributes, result_status, run_cost_usd
+from gateway.telemetry.pricing import PriceTable, load_price_table
+from gateway.telemetry.result import cost_attributes, result_attributes, result_status
+from gateway.telemetry.stream_compactions import StreamCompactions
 from gateway.telemetry.subagents import TRANSCRIPT_SOURCE, FinalUsage
 from gateway.telemetry.tools import ToolCallState
 from gateway.telemetry.tree import AGENT_NAME, INCOMPLETE_ERROR, TURN, Tree, task_prompt
@@ -72,18 +74,8 @@ class _Turn:
 class _Context:
     turns: int = 0
     current: _Turn | None = None
-    history: list[M.Message] = field(default_factory=list)
+    conversation: Conversation = field(default_factory=Conversation)
     """The conversation so far (content capture only)."""
-    uuids: list[frozenset[str]] = field(default_factory=list)
-    """Each history message's uuids in the stream."""
-    pending_output: _Chat | None = None
-    kept: list[tuple[M.Message, frozenset[str]]] = field(default_factory=list)
-    """What a compaction keeps verbatim, placed after its summary message (`anchor`)."""
-    anchor: str = ""
-
-    def add(self, message: M.Message, uuids: frozenset[str] = frozenset()) -> None:
-        self.history.append(message)
-        self.uuids.append(uuids)
 
 
 @dataclass(slots=True)
@@ -132,9 +124,7 @@ class TraceBuilder:
         self._tasks: dict[str, str] = {}
         self._subagent_types: dict[str, str] = {}
         self._results: list[Mapping[str, Any]] = []
-        self._compaction: Compaction | None = None
-        self._compactions = 0
-        self._pending_archive: tuple[str | None, str | None, str | None] | None = None
+        self._compactions = StreamCompactions(ids)
         self._final_usage: dict[str, FinalUsage] = {}
         self._agents: dict[str, _Agent] = {}
         self._tool_names: tuple[str, ...] = ()
@@ -142,11 +132,6 @@ class TraceBuilder:
         self._root_extra: dict[str, AttributeValue] = {}
         self._window_chats: list[_Chat] = []
         """Chats since the last result: what its model_usage_since_last_result also counts."""
-        self._held_compactions: list[Compaction] = []
-        """Finished compactions waiting for the result that says what they cost."""
-        self._compaction_costs: list[float | None] = []
-        self._compaction_chats: list[float | None] = []
-        """The costs of the compactions' own chats (in the root's sum of chat costs)."""
         self._finished = False
 
     @classmethod
@@ -231,12 +216,7 @@ class TraceBuilder:
     ) -> list[SpanSpec]:
         """PreCompact handled: the transcript's archive id, or why archiving failed."""
         del at_ns  # the compaction span's times come from the stream
-        comp = self._compaction
-        if comp is not None and comp.archive_id is None and comp.archive_error is None:
-            comp.archive_id, comp.archive_error = archive_id, error
-            comp.trigger = comp.trigger or trigger
-        else:
-            self._pending_archive = (archive_id, error, trigger)
+        self._compactions.archived(archive_id, error, trigger)
         return []
 
     def complete_from_transcripts(self, final_usage: Mapping[str, FinalUsage]) -> list[SpanSpec]:
@@ -274,11 +254,7 @@ class TraceBuilder:
             if ctx.current is not None:
                 ctx.current.superseded = True
                 self._try_emit_turn(ctx.current, out)
-        if self._compaction is not None:
-            self._compaction.end_ns = self._compaction.end_ns or at_ns
-            self._compaction.incomplete = self._compaction.result is None
-            self._hold_compaction()
-        self._release_compactions(out, None)  # no result came to price them
+        out += self._compactions.finish(self._tree, at_ns)
         out.append(self._root_spec(at_ns))
         return out
 
@@ -292,24 +268,16 @@ class TraceBuilder:
             if not self._tool_names and isinstance(tools, list):
                 self._tool_names = tuple(str(t) for t in tools)
         elif subtype == "status":
-            self._status(msg, at_ns, out)
+            self._compactions.status(msg, at_ns)
         elif subtype == "compact_boundary":
             meta = msg.get("compact_metadata") or {}
-            comp = self._compaction
-            if comp is None:
-                duration = meta.get("duration_ms")
-                start = at_ns - int(duration * 1e6) if isinstance(duration, int | float) else at_ns
-                comp = self._open_compaction(start)
-                comp.end_ns, comp.result = at_ns, "success"
-            comp.trigger = str(meta.get("trigger") or comp.trigger or "")
-            comp.pre_tokens = meta.get("pre_tokens")
-            comp.post_tokens = meta.get("post_tokens")
-            comp.duration_ms = meta.get("duration_ms")
-            comp.end_ns = comp.end_ns or at_ns
-            comp.result = comp.result or "success"
-            self._hold_compaction()
-            if self._content.capture:
-                self._compact_history(meta)
+            self._compactions.boundary(meta, at_ns)
+            main = self._contexts.get(MAIN)
+            if self._content.capture and main is not None:
+                preserved = meta.get("preserved_messages") or {}
+                main.conversation.compacted(
+                    preserved.get("uuids") or (), str(preserved.get("anchor_uuid") or "")
+                )
         elif subtype == "task_started" and msg.get("tool_use_id"):
             tool = self._tool(str(msg["tool_use_id"]), "", at_ns)
             tool.task_id = str(msg.get("task_id") or "")
@@ -320,24 +288,9 @@ class TraceBuilder:
             agent.agent_type = agent.agent_type or str(msg.get("subagent_type") or "")
         elif subtype in ("task_notification", "task_updated"):
             self._task_update(msg, at_ns, out)
-            if subtype == "task_notification" and self._content.capture:
-                self._remember_notification(msg)
-
-    def _status(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
-        if msg.get("status") == "compacting":
-            if self._compaction is None:
-                self._open_compaction(at_ns)
-            return
-        outcome = msg.get("compact_result")
-        comp = self._compaction
-        if outcome is None or comp is None:
-            return
-        comp.end_ns = at_ns
-        comp.result = str(outcome)
-        if outcome != "success":
-            comp.error = str(msg.get("compact_error") or outcome)
-            self._hold_compaction()
-        # on success, compact_boundary follows with the metadata
+            main = self._contexts.get(MAIN)
+            if subtype == "task_notification" and self._content.capture and main is not None:
+                main.conversation.notification(M.task_notification_text(msg))
 
     def _task_update(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
         tool_use_id = msg.get("tool_use_id") or self._tasks.get(str(msg.get("task_id") or ""))
@@ -401,8 +354,9 @@ class TraceBuilder:
         self._note_agent(msg, context, at_ns)
         self._finalize_unstreamed(context, out)
         content = (msg.get("message") or {}).get("content")
-        if self._content.capture and not msg.get("isReplay"):
-            self._remember_user(context, msg, content)
+        ctx = self._contexts.get(context)
+        if self._content.capture and not msg.get("isReplay") and ctx is not None:
+            ctx.conversation.user(str(msg.get("uuid") or ""), content)
         if not isinstance(content, list):
             return
         meta = {str(m.get("id")): m for m in msg.get("tool_result_meta") or [] if "id" in m}
@@ -427,8 +381,11 @@ class TraceBuilder:
         if isinstance(msg.get("result"), str):
             self._result_text = str(msg["result"])
         self._finalize_unstreamed(MAIN, out)
-        self._release_compactions(out, self._unstreamed_usage(msg))
-        self._window_chats = []
+        window, self._window_chats = self._window_chats, []
+        usage = self._compactions.unstreamed_usage(
+            msg, ((c.acc.model or self._model, c.acc.usage, c.acc.exact) for c in window)
+        )
+        out += self._compactions.release(self._tree, usage)
         ctx = self._contexts.get(MAIN)
         if ctx is not None and ctx.current is not None:
             ctx.current.superseded = True
@@ -447,7 +404,7 @@ class TraceBuilder:
         if ctx is None:
             ctx = self._contexts[context] = _Context()
             for message in self._opening(context):
-                ctx.add(message)
+                ctx.conversation.add(message)
         if ctx.current is not None:
             ctx.current.superseded = True
             self._try_emit_turn(ctx.current, out)
@@ -458,9 +415,7 @@ class TraceBuilder:
             end_ns=at_ns,
         )
         if self._content.capture:
-            self._flush_output(ctx)
-            chat.sent = tuple(ctx.history)
-            ctx.pending_output = chat
+            chat.sent = ctx.conversation.sent_with(chat.acc, chat.uuids)
         ctx.turns += 1
         self._window_chats.append(chat)
         parent = self._root_id if context == MAIN else self._agent(context, start_ns).span_id
@@ -507,54 +462,6 @@ class TraceBuilder:
         prompt = task_prompt(task.input) if task is not None else None
         return [M.user_text(prompt)] if prompt else []
 
-    def _flush_output(self, ctx: _Context) -> None:
-        """The previous response joins the conversation before what follows it."""
-        chat, ctx.pending_output = ctx.pending_output, None
-        if chat is not None:
-            ctx.add(M.assistant_message(chat.acc.output_parts()), frozenset(chat.uuids))
-
-    def _remember_user(self, context: str, msg: Mapping[str, Any], content: Any) -> None:
-        """A user message joins the conversation: tool results, or text (a compaction's
-        summary, which the kept messages follow)."""
-        ctx = self._contexts.get(context)
-        if ctx is None:
-            return
-        results = [
-            (str(b.get("tool_use_id") or ""), M.tool_result_text(b.get("content")))
-            for b in content if isinstance(b, Mapping) and b.get("type") == "tool_result"
-        ] if isinstance(content, list) else []
-        parts = [] if results else [p for p in M.parts_of(content) if p["type"] == "text"]
-        if not results and not parts:
-            return
-        self._flush_output(ctx)
-        uuid = str(msg.get("uuid") or "")
-        message = M.tool_results(results) if results else {"role": "user", "parts": parts}
-        ctx.add(message, frozenset({uuid}))
-        if uuid and uuid == ctx.anchor:
-            for kept, uuids in ctx.kept:
-                ctx.add(kept, uuids)
-            ctx.kept, ctx.anchor = [], ""
-
-    def _compact_history(self, meta: Mapping[str, Any]) -> None:
-        """After a compaction the conversation is its summary, then what it kept verbatim."""
-        ctx = self._contexts.get(MAIN)
-        if ctx is None:
-            return
-        self._flush_output(ctx)
-        preserved = meta.get("preserved_messages") or {}
-        keep = set(preserved.get("uuids") or ())
-        ctx.kept = [(m, u) for m, u in zip(ctx.history, ctx.uuids, strict=True) if u & keep]
-        ctx.anchor = str(preserved.get("anchor_uuid") or "")
-        ctx.history, ctx.uuids = [], []
-
-    def _remember_notification(self, msg: Mapping[str, Any]) -> None:
-        """A background task's end reaches the model as a user message the stream does not
-        carry: it joins the main conversation rebuilt from what the stream says of it."""
-        ctx = self._contexts.get(MAIN)
-        if ctx is not None:
-            self._flush_output(ctx)
-            ctx.add(M.user_text(M.task_notification_text(msg)))
-
     def _current_chat(self, context: str) -> _Chat | None:
         ctx = self._contexts.get(context)
         return ctx.current.chat if ctx is not None and ctx.current is not None else None
@@ -581,17 +488,6 @@ class TraceBuilder:
             tool.chat_message_id = chat.acc.message_id
             turn.tool_ids.append(tool_use_id)
         return tool
-
-    def _open_compaction(self, start_ns: int) -> Compaction:
-        self._compactions += 1
-        comp = Compaction(
-            span_id=self._ids.span_id("compaction", str(self._compactions)), start_ns=start_ns
-        )
-        if self._pending_archive is not None:
-            comp.archive_id, comp.archive_error, comp.trigger = self._pending_archive
-            self._pending_archive = None
-        self._compaction = comp
-        return comp
 
     def _finalize_unstreamed(self, context: str, out: list[SpanSpec], keep: str = "") -> None:
         """Without partial messages a chat ends at the next message of its context."""
@@ -680,63 +576,16 @@ class TraceBuilder:
             cost=turn.chat.cost, parent_tool_use_id=turn.context,
         ))
 
-    def _hold_compaction(self) -> None:
-        """The compaction finished; its span waits for the result that prices it."""
-        comp = self._compaction
-        if comp is None:
-            return
-        self._compaction = None
-        self._held_compactions.append(comp)
-
-    def _unstreamed_usage(self, result: Mapping[str, Any]) -> dict[str, Usage] | None:
-        """What this result's query spent beyond the chats the stream showed: the compaction
-        requests, which Claude Code does not stream. None when that cannot be known."""
-        since = result.get("model_usage_since_last_result")
-        chats = self._window_chats
-        if not self._held_compactions or not isinstance(since, Mapping):
-            return None
-        if not all(chat.acc.exact for chat in chats):
-            return None  # a subagent's final usage comes later, from its transcript
-        return unaccounted_usage(
-            since, [(chat.acc.model or self._model, chat.acc.usage) for chat in chats]
-        )
-
-    def _release_compactions(self, out: list[SpanSpec], usage: dict[str, Usage] | None) -> None:
-        """The held compactions, the last with its own chat(s): the summary request's tokens,
-        priced like any chat."""
-        held, self._held_compactions = self._held_compactions, []
-        costs: list[float | None] = []
-        for model, tokens in (usage or {}).items():
-            spec, cost = self._tree.compaction_chat(held[-1], model, tokens)
-            out.append(spec)
-            costs.append(cost)
-        self._compaction_chats += costs
-        total = None if usage is None or None in costs else sum(c for c in costs if c)
-        for comp in held:
-            comp.cost_usd = total / len(held) if total is not None else None
-            self._compaction_costs.append(comp.cost_usd)
-            out.append(self._tree.compaction(comp))
-
     def _root_spec(self, at_ns: int) -> SpanSpec:
         attrs: dict[str, AttributeValue] = {}
         if self._version:
             attrs[A.CLAUDE_CODE_VERSION] = self._version
         attrs.update(self._root_extra)
         attrs.update(result_attributes(self._results))
-        costs = [c.cost for c in self._chats.values()] + self._compaction_chats
-        chat_sum = sum(c for c in costs if c is not None)
-        unpriced = sum(1 for c in costs if c is None)
-        attrs[A.COST_CHAT_SUM_USD] = chat_sum
-        attrs[A.COST_UNPRICED_CHATS] = unpriced
-        if self._compaction_costs:
-            attrs[A.COST_COMPACTION_USD] = sum(c for c in self._compaction_costs if c is not None)
-        spent = run_cost_usd(self._results)
-        if spent is not None:
-            attrs[A.COST_RUN_USD] = spent
-        total = spent if spent is not None else attrs.get(A.RESULT_TOTAL_COST_USD)
-        if (isinstance(total, int | float) and unpriced == 0
-                and None not in self._compaction_costs):
-            attrs[A.COST_DIFFERENCE_USD] = round(chat_sum - total, 12)
+        attrs.update(cost_attributes(
+            [c.cost for c in self._chats.values()] + self._compactions.chat_costs,
+            self._compactions.costs, self._results,
+        ))
         if not self._results:
             attrs[A.INCOMPLETE] = True
             attrs[A.ERROR_TYPE] = INCOMPLETE_ERROR

@@ -9,8 +9,8 @@
 
 `run` learns the facts from Claude Code's stream (spans.py), `serve` from hook events and
 proxied exchanges (server/tracing.py), keeping them in memory or in a TraceState shared by its
-replicas. Either hands them to a `Tree`, which alone names, parents, attributes and gives a
-status to every span, so both read the same in any backend.
+replicas (server/session_spans.py). Either hands them to a `Tree`, which alone names,
+parents, attributes and gives a status to every span, so both read the same in any backend.
 """
 
 from __future__ import annotations
