@@ -17,12 +17,11 @@ ASK_TIMEOUT_S = 2.0
 
 def run(args: argparse.Namespace) -> int:
     from gateway.env import TOKEN_ENV
+    from gateway.policy.floor import Floor, mirrored_floor
     from gateway.server.claude_settings import (
-        Floor,
         command_hook_settings,
         gateway_settings,
         managed_settings,
-        mirrored_floor,
     )
 
     floor = Floor([], [])

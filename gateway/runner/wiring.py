@@ -84,12 +84,14 @@ def prepare_gateway(
 
 
 def with_os_sandbox(options: AnyOptions, answers: HookAnswers, err: TextIO) -> AnyOptions:
-    """With `sandbox: required`, the run's settings turn Claude Code's OS sandbox on and the
-    answers know its fingerprint; where it cannot start, they deny Bash (one line says what
-    to install) and Claude Code starts without it."""
+    """The run's settings carry the policy's floor (Claude Code's own denies) and, with
+    `sandbox: required`, turn Claude Code's OS sandbox on, and the answers know its
+    fingerprint; where it cannot start, they deny Bash (one line says what to install) and
+    Claude Code starts without it."""
     import json
     import os
 
+    from gateway.policy.floor import mirrored_floor
     from gateway.runner.claude_cli import load_settings, merge_settings
     from gateway.runner.os_sandbox import run_sandbox
 
@@ -105,9 +107,14 @@ def with_os_sandbox(options: AnyOptions, answers: HookAnswers, err: TextIO) -> A
     if sandbox.unrelaxed:
         err.write(f"agent-gateway: the OS sandbox is on, but the hook decides Bash as without "
                   f"it: {sandbox.unrelaxed}\n")
-    if not sandbox.settings:
+    # The floor: Claude Code's own denies, which its search tools follow (policy/floor.py)
+    policy = answers.engine.policy
+    denies = mirrored_floor(policy, local_secrets=True).denies if policy is not None else []
+    ours: dict[str, Any] = {**({"permissions": {"deny": denies}} if denies else {}),
+                            **sandbox.settings}
+    if not ours:
         return options
-    merged = merge_settings(load_settings(options.settings, cwd), sandbox.settings)
+    merged = merge_settings(load_settings(options.settings, cwd), ours)
     return dataclasses.replace(options, settings=json.dumps(merged))
 
 

@@ -18,7 +18,7 @@ other, the session's own Anthropic credential, upstream.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from gateway.env import TOKEN_ENV
 
@@ -162,39 +162,10 @@ def command_hook_settings(
     return settings
 
 
-class Floor(NamedTuple):
-    """The policy's denies as Claude Code's own `permissions.deny`."""
-
-    denies: list[str]
-    """Rules Claude Code enforces with the gateway's meaning, rewritten to its syntax where
-    the gateway's spelling means something else to it (policy/parity.py)."""
-    gateway_only: list[tuple[str, str]]
-    """(rule id, rule) of the denies Claude Code has no same-meaning rule for: only the
-    gateway holds them."""
-
-
-def mirrored_floor(policy: Policy) -> Floor:
-    """The enforced `permissions.deny` rules of every layer, org first, as Claude Code reads
-    them. Claude Code applies these itself, so they hold even when no gateway answers."""
-    from gateway.policy.parity import read_rule
-
-    denies: list[str] = []
-    gateway_only: list[tuple[str, str]] = []
-    for layer in policy.layers:
-        if layer.mode != "enforce":
-            continue
-        for rule in layer.rules:
-            if rule.decision == "deny" and not rule.monitor and ":permissions.deny[" in rule.id:
-                mirror = read_rule(rule.text).mirror
-                if mirror is None:
-                    gateway_only.append((rule.id, rule.text))
-                else:
-                    denies.append(mirror)
-    return Floor(list(dict.fromkeys(denies)), gateway_only)
-
-
 def static_denies(policy: Policy) -> list[str]:
-    """`mirrored_floor(policy).denies`."""
+    """`mirrored_floor(policy).denies` (policy/floor.py)."""
+    from gateway.policy.floor import mirrored_floor
+
     return mirrored_floor(policy).denies
 
 
