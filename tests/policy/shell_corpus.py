@@ -326,7 +326,8 @@ ATTACKS: list[Attack] = [
         "python3 <<< 'import shutil; shutil.rmtree(\"victim\")'",
         "echo 'import shutil; shutil.rmtree(\"victim\")' | python3",
         "perl -MFile::Path=rmtree -e 'rmtree(\"victim\")'",
-        Attack("rsync -e 'rm -rf victim;:' x y:z", "program-code", needs=("rsync",)),
+        Attack("""rsync -e 'sh -c "rm -rf victim"' x y:z""", "program-code", needs=("rsync",),
+               setup="touch x"),  # -e is split into argv, not given to a shell
         Attack("socat - EXEC:'rm -rf victim'", "program-code", needs=("socat",)),
         Attack("socat - SYSTEM:'rm -rf victim'", "program-code", needs=("socat",)),
         Attack("nc -e /bin/sh -l 127.0.0.1 9", "program-code", needs=("nc",),
