@@ -171,7 +171,14 @@ def test_no_decision_is_made_on_a_policy_cut_short_while_it_is_written(tmp_path:
                     time.sleep(1.5)
                     held = readyz(serve.port)["warnings"]
                     wait_for(serve.port, {"command": "tool0 x"}, None, HOLD_S + 5)
+                    # the decision workers and /readyz each reload on their own poll: the
+                    # message follows within one
+                    deadline = time.monotonic() + 3
                     given_up = readyz(serve.port)["warnings"]
+                    while not any("GIVING UP" in w for w in given_up) and (
+                            time.monotonic() < deadline):
+                        time.sleep(0.1)
+                        given_up = readyz(serve.port)["warnings"]
                 else:
                     wait_for(serve.port, {"command": f"marker{n} x"}, "deny", 5)
                 print(f"{step.name}: {len(states)} states, in force "
