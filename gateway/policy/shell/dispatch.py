@@ -13,12 +13,7 @@ from gateway.policy.shell.argv import SPECS, normalize_name
 from gateway.policy.shell.evaluation import NAME_TAKING
 from gateway.policy.shell.interp.programs import INTERPRETERS, language_of
 from gateway.policy.shell.programruns import ProgramRuns, placeholders
-from gateway.policy.shell.scanned import (
-    INHERITED,
-    Feed,
-    replace_access,
-    replace_command,
-)
+from gateway.policy.shell.scanned import INHERITED, Feed, replace_access, replace_command
 from gateway.policy.shell.special import SPECIAL_PROGRAMS, SpecialRun, special_program
 from gateway.policy.shell.words import Word
 from gateway.policy.shell.wrappers import (
@@ -179,8 +174,8 @@ class CommandDispatch(ProgramRuns):
         if (special.scripts or special.commands or special.script_files or special.problem
                 or special.stdin_language):
             self.commands[index] = replace_command(self.commands[index],
-                                            carries_code=f"{name} runs code named in its "
-                                            "arguments")
+                                                   carries_code=f"{name} runs code named in its "
+                                                   "arguments")
         self.fail(special.problem)
         for path in special.reads:
             self.access("read", path, name)

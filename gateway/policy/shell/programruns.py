@@ -12,17 +12,10 @@ from typing import TYPE_CHECKING
 
 from gateway.policy.shell.evaluation import NAME_TAKING
 from gateway.policy.shell.globs import GLOB_CHARS
-from gateway.policy.shell.scanned import (
-    INHERITED,
-    Feed,
-    replace_command,
-)
+from gateway.policy.shell.scanned import INHERITED, Feed, replace_command
 from gateway.policy.shell.syntaxwalk import SyntaxWalk, nameref
 from gateway.policy.shell.words import Word
-from gateway.policy.shell.wrappers import (
-    FOREIGN_SHELLS,
-    SHELL_VALUE_OPTS,
-)
+from gateway.policy.shell.wrappers import FOREIGN_SHELLS, SHELL_VALUE_OPTS
 
 if TYPE_CHECKING:
     from gateway.policy.shell.xargs import Xargs
@@ -220,7 +213,6 @@ class ProgramRuns(SyntaxWalk):
         if texts is None:
             return None
         return [Word(t, verbatim=not GLOB_CHARS.isdisjoint(t)) for t in texts]
-
 
 
 def placeholders(name: str, words: Sequence[Word], inner: tuple[Word, ...]) -> list[Word]:

@@ -12,19 +12,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gateway.policy.shell import programs
-from gateway.policy.shell.bashsyntax import (
-    heredoc_texts,
-    parse_bash,
-    tabless,
-)
+from gateway.policy.shell.bashsyntax import heredoc_texts, parse_bash, tabless
 from gateway.policy.shell.files import resolve
 from gateway.policy.shell.interp.programs import OPAQUE_LANGUAGES
 from gateway.policy.shell.lexer import lex
-from gateway.policy.shell.scanned import (
-    INHERITED,
-    Feed,
-    replace_command,
-)
+from gateway.policy.shell.scanned import INHERITED, Feed, replace_command
 from gateway.policy.shell.walkstate import WalkState
 from gateway.policy.shell.words import Word
 

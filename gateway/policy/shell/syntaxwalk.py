@@ -13,16 +13,8 @@ from collections.abc import Sequence
 from tree_sitter import Node
 
 from gateway.policy.shell import programs
-from gateway.policy.shell.bashsyntax import (
-    LEAF_WORDS,
-    folded,
-    node_text,
-)
-from gateway.policy.shell.scanned import (
-    Feed,
-    Redirect,
-    replace_command,
-)
+from gateway.policy.shell.bashsyntax import LEAF_WORDS, folded, node_text
+from gateway.policy.shell.scanned import Feed, Redirect, replace_command
 from gateway.policy.shell.scripts import ScriptReading
 from gateway.policy.shell.walkstate import OverBudget
 from gateway.policy.shell.words import Word, word_value
@@ -379,7 +371,7 @@ class SyntaxWalk(ScriptReading):
         if start < end and (assignments or loads):
             first = self.commands[start]
             self.commands[start] = replace_command(first, assignments=tuple(assignments),
-                                            carries_code=loads or first.carries_code)
+                                                   carries_code=loads or first.carries_code)
         for child in others:
             if child.type == "process_substitution":
                 produced = self.span(child, via, depth, feed)
@@ -389,6 +381,7 @@ class SyntaxWalk(ScriptReading):
                     self.flows.append(((start, end), produced))
             elif child.named_children:
                 self.visit(child, via, depth, feed)
+
 
 def nameref(texts: Sequence[str]) -> bool:
     """declare -n / local -n: the names refer to other variables."""

@@ -20,22 +20,10 @@ from gateway.policy.shell.files import Files, resolve
 from gateway.policy.shell.fileuse import CHANGES_ONLY, creates_unknown_names, file_uses
 from gateway.policy.shell.globs import alternatives, is_glob, is_pattern
 from gateway.policy.shell.producers import literal_output
-from gateway.policy.shell.scanned import (
-    Access,
-    Feed,
-    SimpleCommand,
-    replace_access,
-    replace_word,
-)
+from gateway.policy.shell.scanned import Access, Feed, SimpleCommand, replace_access, replace_word
 from gateway.policy.shell.variables import Variables
 from gateway.policy.shell.words import Word
-from gateway.policy.shell.wrappers import (
-    EVALS,
-    FOREIGN_SHELLS,
-    SHELLS,
-    TRAPS,
-    WRAPPERS,
-)
+from gateway.policy.shell.wrappers import EVALS, FOREIGN_SHELLS, SHELLS, TRAPS, WRAPPERS
 
 
 class OverBudget(Exception):
