@@ -21,8 +21,8 @@ import time
 from collections.abc import Sequence
 
 from gateway.policy.shell.dispatch import CommandDispatch
+from gateway.policy.shell.filecreation import creates_unknown_names
 from gateway.policy.shell.files import DISK, Files
-from gateway.policy.shell.fileuse import creates_unknown_names
 from gateway.policy.shell.globs import options_set
 from gateway.policy.shell.interp.programs import interpreter_base
 from gateway.policy.shell.scanned import (

@@ -16,8 +16,9 @@ from tree_sitter import Node
 from gateway.policy.shell import programs
 from gateway.policy.shell.argv import normalize_name
 from gateway.policy.shell.evaluation import EvalHazards
+from gateway.policy.shell.filecreation import CHANGES_ONLY, creates_unknown_names
 from gateway.policy.shell.files import Files, resolve
-from gateway.policy.shell.fileuse import CHANGES_ONLY, creates_unknown_names, file_uses
+from gateway.policy.shell.fileuse import file_uses
 from gateway.policy.shell.globs import alternatives, is_glob, is_pattern
 from gateway.policy.shell.producers import literal_output
 from gateway.policy.shell.scanned import Access, Feed, SimpleCommand, replace_access, replace_word
