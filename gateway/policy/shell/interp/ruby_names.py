@@ -113,12 +113,7 @@ class RubyNames(TreeAnalysis):
         if kind == "integer" and text(node).isdigit():
             return (text(node),)
         if kind == "binary":
-            operator = field(node, "operator")
-            left, right = field(node, "left"), field(node, "right")
-            if operator is not None and text(operator) == "+" and left is not None and (
-                    right is not None):
-                return concat(self.value(left, depth), self.value(right, depth))
-            return UNKNOWN
+            return self.plus(node, depth)
         if kind == "parenthesized_statements" and node.named_child_count == 1:
             return self.value(node.named_children[0], depth)
         if kind == "identifier":
