@@ -32,6 +32,8 @@ project's MCP server list, started by the next session."""
 
 @dataclass(frozen=True)
 class Protected:
+    """The gateway's own files on this host, as absolute paths."""
+
     gateway_home: str
     policy_files: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
@@ -90,7 +92,8 @@ def builtin_layer(protected: Protected) -> Layer:
 
 
 def _absolute(path: str) -> str:
-    """`//abs/path` in rule syntax, with glob characters escaped."""
-    normalized = os.path.normpath(os.path.expanduser(path))
+    """`//abs/path` in rule syntax, with glob characters escaped (`path` is absolute:
+    protected.py expanded it)."""
+    normalized = os.path.normpath(path)
     escaped = "".join("\\" + c if c in "*?[]\\" else c for c in normalized)
     return "//" + escaped.lstrip("/")

@@ -19,7 +19,10 @@ from gateway.errors import GatewayError, PolicyError
 
 if TYPE_CHECKING:
     from gateway.policy.compiled import Policy
+    from gateway.policy.evaluate import Explanation
     from gateway.policy.replay import Source, Tally
+    from gateway.policy.shell.scan import Scan
+    from gateway.types import Decision, ToolCall
 
 
 def policy_check(paths: Sequence[str], *, out: TextIO | None = None,
@@ -94,31 +97,49 @@ def policy_explain(policy_paths: Sequence[str], input_path: str | None = None, *
     With `sandbox: required` the call is decided as in a session under the OS sandbox
     compiled from the policy, unless `hook_only`."""
     from gateway.env import environment
-    from gateway.hookio.parse import parse_pre_tool_use, tool_call_from_input
     from gateway.hookio.render import render_pre_tool_use
     from gateway.policy.evaluate import explain
-    from gateway.policy.loader import load_policy
 
     out, err = out or sys.stdout, err or sys.stderr
+    loaded = _explain_inputs(policy_paths, input_path, hook_input, err)
+    if isinstance(loaded, int):
+        return loaded
+    policy, call = loaded
+    sandboxed = policy.sandbox == "required" and not hook_only
+    # As the hook decides it: in the environment the call would run in, this shell's.
+    call = dataclasses.replace(call, environ=environment())
+    result = explain(policy, call, sandboxed=sandboxed)
+    _print_decision(policy, result.decision, sandboxed, out)
+    if result.scan is not None:
+        _print_scan(result.scan, result.allow_withheld, out)
+    _print_rules(policy, result, out)
+    print(f"hook output: {json.dumps(render_pre_tool_use(result.decision))}", file=out)
+    return 0
+
+
+def _explain_inputs(policy_paths: Sequence[str], input_path: str | None,
+                    hook_input: dict[str, object] | None, err: TextIO
+                    ) -> tuple[Policy, ToolCall] | int:
+    """The policy and the call to explain, or the exit code when either cannot be had."""
+    from gateway.hookio.parse import parse_pre_tool_use, tool_call_from_input
+    from gateway.policy.loader import load_policy
+
     try:
         policy = load_policy(policy_paths)
         if hook_input is not None:
-            call = tool_call_from_input(hook_input)
-        else:
-            source = input_path or "-"
-            raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
-            call = parse_pre_tool_use(raw)
+            return policy, tool_call_from_input(hook_input)
+        source = input_path or "-"
+        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+        return policy, parse_pre_tool_use(raw)
     except OSError as exc:
         print(f"{input_path}: cannot read hook input: {exc.strerror or exc}", file=err)
         return 2
     except GatewayError as exc:
         print(exc, file=err)
         return 1 if isinstance(exc, PolicyError) else 2
-    sandboxed = policy.sandbox == "required" and not hook_only
-    # As the hook decides it: in the environment the call would run in, this shell's.
-    call = dataclasses.replace(call, environ=environment())
-    result = explain(policy, call, sandboxed=sandboxed)
-    decision = result.decision
+
+
+def _print_decision(policy: Policy, decision: Decision, sandboxed: bool, out: TextIO) -> None:
     print(f"decision: {decision.kind}" + (" (monitor: would deny)" if decision.would_deny
                                            else ""), file=out)
     print(f"rule: {decision.rule_id or '(none: no rule matched)'}", file=out)
@@ -132,18 +153,25 @@ def policy_explain(policy_paths: Sequence[str], input_path: str | None = None, *
     if policy.sandbox == "required":
         print("sandbox: required" + (", decided as a sandboxed session" if sandboxed else
                                      ", decided hook-only (--hook-only)"), file=out)
-    if result.scan is not None:
-        print("simple commands:", file=out)
-        for command in result.scan.commands:
-            via = f"  (inside {' > '.join(command.via)})" if command.via else ""
-            print(f"  - {command.text}{via}", file=out)
-        if result.scan.unparseable:
-            print(f"  ! {result.scan.unparseable}", file=out)
-        for access in result.scan.accesses:
-            maybe = " (possibly)" if access.possible else ""
-            print(f"  {access.mode}s{maybe}: {access.path.text}", file=out)
-        if result.allow_withheld:
-            print(f"allow rules do not apply: {result.allow_withheld}", file=out)
+
+
+def _print_scan(scan: Scan, allow_withheld: str, out: TextIO) -> None:
+    """The simple commands a Bash command runs and the files they use."""
+    print("simple commands:", file=out)
+    for command in scan.commands:
+        via = f"  (inside {' > '.join(command.via)})" if command.via else ""
+        print(f"  - {command.text}{via}", file=out)
+    if scan.unparseable:
+        print(f"  ! {scan.unparseable}", file=out)
+    for access in scan.accesses:
+        maybe = " (possibly)" if access.possible else ""
+        print(f"  {access.mode}s{maybe}: {access.path.text}", file=out)
+    if allow_withheld:
+        print(f"allow rules do not apply: {allow_withheld}", file=out)
+
+
+def _print_rules(policy: Policy, result: Explanation, out: TextIO) -> None:
+    """The rules that matched, each layer's outcome and the self-protection rules."""
     print("matching rules:" if result.hits else "matching rules: none", file=out)
     for hit in result.hits:
         mode = " [monitor]" if hit.monitor else ""
@@ -160,8 +188,6 @@ def policy_explain(policy_paths: Sequence[str], input_path: str | None = None, *
         print(f"self-protection: on ({', '.join(ids)})", file=out)
     else:
         print("self-protection: OFF (the org policy turned it off)", file=out)
-    print(f"hook output: {json.dumps(render_pre_tool_use(decision))}", file=out)
-    return 0
 
 
 def policy_test(paths: Sequence[str], *, out: TextIO | None = None,

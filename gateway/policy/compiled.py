@@ -103,6 +103,9 @@ class Layer:
     bash_generic: tuple[Rule, ...]
     """Bash rules checked against every simple command (name globs, regexes, pipelines)."""
     has_bash_deny: bool
+    memo: dict[tuple[str, ...], Any] = field(default_factory=dict, compare=False, repr=False)
+    """What the evaluator works out once per layer (its path rules' unions, by tool and by
+    access; see pathrules.py)."""
 
 
 @dataclass(frozen=True)

@@ -133,10 +133,15 @@ _LOOKUP: ContextVar[Lookup | None] = ContextVar("agent_gateway_lookup", default=
 def account_home() -> str:
     """The user's home directory from the password database: what `~` stands for when the
     caller gives none (never $HOME: the environment is gateway.env's to read)."""
+    return password_home() or "/"
+
+
+def password_home() -> str | None:
+    """The password database's entry for this user's home directory, None without one."""
     try:
         return pwd.getpwuid(os.getuid()).pw_dir
     except KeyError:
-        return "/"
+        return None
 
 
 @contextmanager
@@ -171,10 +176,18 @@ def decision_variable(name: str) -> str | None:
 
 def expand_user(path: str) -> str:
     """`~` and `~/x` under the decision's home; `~name` from the password database."""
+    if path == "~" or path.startswith("~/"):
+        return expand_home(path, _lookup().home)
+    return expand_home(path, None)
+
+
+def expand_home(path: str, home: str | None) -> str:
+    """`~` and `~/x` under `home` (left as they are when None); `~name` from the password
+    database (as bash does)."""
     if path == "~":
-        return _lookup().home
+        return path if home is None else home
     if path.startswith("~/"):
-        return _lookup().home.rstrip("/") + path[1:]
+        return path if home is None else home.rstrip("/") + path[1:]
     if not path.startswith("~"):
         return path
     name, slash, rest = path[1:].partition("/")

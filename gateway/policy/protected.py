@@ -10,8 +10,9 @@ import site
 from collections.abc import Sequence
 from pathlib import Path
 
-from gateway.env import audit_key_file, cache_secret_path, gateway_home, tokens_files
+from gateway.env import audit_key_file, cache_secret_path, gateway_home, tokens_files, variable
 from gateway.policy.builtin import Protected
+from gateway.policy.paths import expand_home, password_home
 
 _MANAGED = ("/etc/claude-code/managed-settings.json", "/etc/claude-code/managed-settings.d")
 _USER_SETTINGS = ("~/.claude/settings.json", "~/.claude/settings.local.json")
@@ -23,18 +24,27 @@ def protected_paths(policy_paths: Sequence[str]) -> Protected:
     key = audit_key_file()
     if key:
         secrets.append(str(key))
+    user_home = _user_home()
     return Protected(
         gateway_home=str(home),
-        policy_files=tuple(_with_real(policy_paths)),
-        secrets=tuple(_with_real(secrets)),
-        code=tuple(dict.fromkeys(_with_real([*_installed_code(), *_hook_commands()]))),
+        policy_files=tuple(_with_real(policy_paths, user_home)),
+        secrets=tuple(_with_real(secrets, user_home)),
+        code=tuple(dict.fromkeys(_with_real(
+            [*_installed_code(), *_hook_commands(user_home)], user_home))),
     )
 
 
-def _with_real(paths: Sequence[str]) -> list[str]:
+def _user_home() -> str | None:
+    """What `~` stands for in the paths named here: HOME (read by gateway.env), else the
+    password database's entry (as os.path.expanduser has it); None when neither is known."""
+    home = variable("HOME")
+    return home if home is not None else password_home()
+
+
+def _with_real(paths: Sequence[str], user_home: str | None) -> list[str]:
     out: list[str] = []
     for path in paths:
-        absolute = os.path.abspath(os.path.expanduser(path))
+        absolute = os.path.abspath(expand_home(path, user_home))
         out.append(absolute)
         real = os.path.realpath(absolute)
         if real != absolute:
@@ -53,9 +63,9 @@ def _installed_code() -> list[str]:
     return code
 
 
-def _hook_commands() -> list[str]:
+def _hook_commands(user_home: str | None) -> list[str]:
     """Executables named by command hooks in the user's and the managed settings."""
-    files = [Path(p).expanduser() for p in _USER_SETTINGS]
+    files = [Path(expand_home(p, user_home)) for p in _USER_SETTINGS]
     managed = Path(_MANAGED[1])
     files.append(Path(_MANAGED[0]))
     if managed.is_dir():
@@ -74,7 +84,7 @@ def _hook_commands() -> list[str]:
                     command = hook.get("command") if isinstance(hook, dict) else None
                     program = str(command).split()[0] if isinstance(command, str) and (
                         command.strip()) else ""
-                    resolved = shutil.which(os.path.expanduser(program)) if program else None
+                    resolved = shutil.which(expand_home(program, user_home)) if program else None
                     if resolved:
                         found.append(resolved)
     return found

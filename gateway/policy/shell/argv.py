@@ -89,13 +89,6 @@ def analyze(name: str, args: Sequence[Word], *, appended: bool = False) -> Invoc
     flaggy = appended
     after_sub = 0
     ended = False
-
-    def add(opt: str, value: str | None) -> None:
-        for canonical in spec.canon.get(opt, (opt,)):
-            bucket = flags.setdefault(canonical, [])
-            if value is not None:
-                bucket.append(value)
-
     i = 0
     while i < len(args):
         word = args[i]
@@ -111,31 +104,12 @@ def analyze(name: str, args: Sequence[Word], *, appended: bool = False) -> Invoc
             continue
         if optioned and len(text) > 1 and text[0] == "-":
             if text.startswith("--") or spec.single_dash_long:
-                opt, eq, value = text.partition("=")
-                opt = _resolve_long(spec, opt)
-                if opt in spec.optional:
-                    add(opt, value if eq else None)
-                    continue
-                if not eq and opt in spec.values and i < len(args):
-                    value, i = args[i].text, i + 1
-                add(opt, value if (eq or opt in spec.values) else None)
-                continue
-            chars = text[1:]
-            for j, char in enumerate(chars):
-                opt = "-" + char
-                if opt in spec.optional:
-                    add(opt, chars[j + 1 :] or None)
-                    break
-                if opt in spec.values:
-                    value = chars[j + 1 :]
-                    if not value and i < len(args):
-                        value, i = args[i].text, i + 1
-                    add(opt, value)
-                    break
-                add(opt, None)
+                i = _long_option(spec, flags, text, args, i)
+            else:
+                i = _short_options(spec, flags, text, args, i)
             continue
         if spec.plus_means and text.startswith("+") and len(text) > 1:
-            add(spec.plus_means, None)
+            _add(spec, flags, spec.plus_means, None)
         operands.append(word)
         if spec.sub and len(operands) == after_sub + 1 and not word.dynamic:
             child = SPECS.get(f"{key} {text}")
@@ -148,3 +122,45 @@ def analyze(name: str, args: Sequence[Word], *, appended: bool = False) -> Invoc
         spec.unordered,
         flaggy,
     )
+
+
+def _add(spec: Spec, flags: dict[str, list[str]], opt: str, value: str | None) -> None:
+    for canonical in spec.canon.get(opt, (opt,)):
+        bucket = flags.setdefault(canonical, [])
+        if value is not None:
+            bucket.append(value)
+
+
+def _long_option(spec: Spec, flags: dict[str, list[str]], text: str, args: Sequence[Word],
+                 i: int) -> int:
+    """`--opt`, `--opt=value` or `--opt value` (for `spec.single_dash_long`: `-opt`);
+    returns where the next argument is."""
+    opt, eq, value = text.partition("=")
+    opt = _resolve_long(spec, opt)
+    if opt in spec.optional:
+        _add(spec, flags, opt, value if eq else None)
+        return i
+    if not eq and opt in spec.values and i < len(args):
+        value, i = args[i].text, i + 1
+    _add(spec, flags, opt, value if (eq or opt in spec.values) else None)
+    return i
+
+
+def _short_options(spec: Spec, flags: dict[str, list[str]], text: str, args: Sequence[Word],
+                   i: int) -> int:
+    """A cluster of short options (`-rf`), the last of which may take the rest of the word
+    or the next argument as its value; returns where the next argument is."""
+    chars = text[1:]
+    for j, char in enumerate(chars):
+        opt = "-" + char
+        if opt in spec.optional:
+            _add(spec, flags, opt, chars[j + 1 :] or None)
+            break
+        if opt in spec.values:
+            value = chars[j + 1 :]
+            if not value and i < len(args):
+                value, i = args[i].text, i + 1
+            _add(spec, flags, opt, value)
+            break
+        _add(spec, flags, opt, None)
+    return i

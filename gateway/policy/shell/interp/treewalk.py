@@ -153,6 +153,16 @@ class TreeAnalysis:
     def joined(self, nodes: Iterable[Node], depth: int) -> Value:
         return concat(*(self.value(n, depth) for n in nodes))
 
+    def plus(self, node: Node, depth: int) -> Value:
+        """A binary expression: `left + right` joins the strings; another operator is
+        computed at run time."""
+        operator = field(node, "operator")
+        left, right = field(node, "left"), field(node, "right")
+        if operator is not None and text(operator) == "+" and left is not None and (
+                right is not None):
+            return concat(self.value(left, depth), self.value(right, depth))
+        return UNKNOWN
+
 
 def named_children(node: Node) -> list[Node]:
     """The node's named children, comments left out."""

@@ -1,0 +1,209 @@
+"""Which files each known program reads and writes, as data: what its operands are (read,
+written, or sources then a destination, ...) and which options name files or take values;
+the git subcommands whose operands are files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Mode = Literal["read", "write"]
+Operands = Literal["read", "write", "none", "to-last", "pattern-then-read", "script-then-read",
+                   "value-then-write", "in-out", "archive"]
+
+
+@dataclass(frozen=True)
+class FileUse:
+    operands: Operands = "read"
+    """read: every operand is read; write: written (created, changed, deleted); none: not
+    files; to-last: sources read, the last operand written (cp, install, ln); in-out: the
+    first read, the second written (uniq, xxd); pattern-then-read: the first operand is a
+    pattern unless -e/-f gives it (grep); script-then-read: the first is a program text
+    (awk, sed, jq); value-then-write: the first is a mode, an owner or an expression and
+    the rest are written (chmod, chown, rename); archive: tar/zip (see `_archive`)."""
+    reads: frozenset[str] = frozenset()
+    writes: frozenset[str] = frozenset()
+    values: frozenset[str] = frozenset()
+    """Other options that take a value (so it is not mistaken for an operand)."""
+    pattern_opts: frozenset[str] = frozenset()
+    """Options that give the pattern/program, so every operand is a file (grep -e, sed -e)."""
+    in_place: frozenset[str] = frozenset()
+    """Options that make the operands written too (sed -i, perl -i)."""
+    globs: bool = False
+    """The program expands glob patterns in its operands itself (zip '*.c'): a quoted
+    pattern is still a pattern."""
+    pairs: frozenset[str] = frozenset()
+    """Options that take a name and then a value (jq --arg NAME VALUE)."""
+    pair_reads: frozenset[str] = frozenset()
+    """Options that take a name and then a file that is read (jq --rawfile NAME FILE)."""
+    value_word: str = ""
+    """An option-like word that is the leading value operand (chmod -w FILE)."""
+
+    def takes_value(self, option: str) -> bool:
+        """Whether the option takes a value (a file or not)."""
+        return (option in self.reads or option in self.writes or option in self.values
+                or option in self.pattern_opts)
+
+
+def _u(operands: Operands = "read", reads: str = "", writes: str = "", values: str = "",
+       pattern: str = "", in_place: str = "", globs: bool = False, pairs: str = "",
+       pair_reads: str = "", value_word: str = "") -> FileUse:
+    return FileUse(operands, frozenset(reads.split()), frozenset(writes.split()),
+                   frozenset(values.split()), frozenset(pattern.split()),
+                   frozenset(in_place.split()), globs, frozenset(pairs.split()),
+                   frozenset(pair_reads.split()), value_word)
+
+
+READERS = ("cat tac head tail less more most nl wc base64 base32 basenc od hexdump strings "
+           "md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum cksum sum file "
+           "diff diff3 sdiff cmp comm join paste fold fmt pr expand unexpand rev shuf column "
+           "iconv zcat zless zmore bzcat xzcat zstdcat lzcat view vimdiff bat batcat")
+"""Shells, `source` and interpreters are not here: the scanner records the script they read."""
+_WRITERS = ("rm unlink rmdir shred touch truncate chmod chown chgrp mkdir mkfifo mknod tee "
+            "vi vim nvim nano emacs ed ex gzip gunzip bzip2 bunzip2 xz unxz zstd unzstd lz4 "
+            "sponge")
+
+BUILTINS = ("read mapfile readarray let getopts hash ulimit umask shift break continue "
+            "return exit builtin exec trap eval bg fg disown suspend times caller complete "
+            "compgen enable fc bind popd dirs logout readonly typeset")
+
+FILE_USES: dict[str, FileUse] = {
+    **{name: _u("read") for name in READERS.split()},
+    **{name: _u("write") for name in _WRITERS.split()},
+    "head": _u("read", values="-n --lines -c --bytes"),
+    "tail": _u("read", values="-n --lines -c --bytes -s --sleep-interval --pid"),
+    "sort": _u("read", writes="-o --output", values="-k --key -t --field-separator -S "
+               "--buffer-size -T --temporary-directory --parallel --batch-size"),
+    "cut": _u("read", values="-d --delimiter -f --fields -b --bytes -c --characters "
+              "--output-delimiter"),
+    "uniq": _u("in-out", values="-f --skip-fields -s --skip-chars -w --check-chars"),
+    "xxd": _u("in-out", values="-c -cols -g -groupsize -l -len -s -seek -o -offset"),
+    "tr": _u("none"),
+    "grep": _u("pattern-then-read", reads="-f --file", pattern="-e --regexp -f --file",
+               values="-m --max-count -A -B -C --after-context --before-context --context "
+               "--include --exclude --exclude-dir --color --colour --label -d --devices "
+               "-D --binary-files"),
+    "egrep": _u("pattern-then-read", reads="-f --file", pattern="-e --regexp -f --file",
+                values="-m -A -B -C --include --exclude"),
+    "fgrep": _u("pattern-then-read", reads="-f --file", pattern="-e --regexp -f --file",
+                values="-m -A -B -C --include --exclude"),
+    "rg": _u("pattern-then-read", reads="-f --file --ignore-file", pattern="-e --regexp -f",
+             values="-g --glob -t --type -T --type-not -m --max-count -A -B -C -j --threads "
+             "--color --colors -M --max-columns"),
+    "ag": _u("pattern-then-read", values="-G --file-search-regex -A -B -C -m"),
+    "ack": _u("pattern-then-read", values="--type -A -B -C -m"),
+    "awk": _u("script-then-read", reads="-f --file", pattern="-f --file -e --source",
+              values="-F -v --assign --field-separator"),
+    "gawk": _u("script-then-read", reads="-f --file", pattern="-f --file -e --source",
+               values="-F -v --assign --field-separator"),
+    "mawk": _u("script-then-read", reads="-f", pattern="-f", values="-F -v"),
+    "sed": _u("script-then-read", reads="-f --file", pattern="-e --expression -f --file",
+              values="-l --line-length", in_place="-i --in-place"),
+    "yq": _u("script-then-read", values="-o --output-format -I --indent"),
+    "cp": _u("to-last", values="-S --suffix --backup --preserve --no-preserve --reflink "
+             "--sparse", writes="-t --target-directory"),
+    "mv": _u("to-last", values="-S --suffix --backup", writes="-t --target-directory"),
+    "install": _u("to-last", values="-m --mode -o --owner -g --group -S --suffix",
+                  writes="-t --target-directory"),
+    "ln": _u("to-last", values="-S --suffix", writes="-t --target-directory"),
+    "link": _u("to-last"),
+    "rsync": _u("to-last", reads="--files-from --exclude-from --include-from",
+                values="-e --rsh --rsync-path --exclude --include --filter -f --chmod "
+                "--chown --bwlimit --timeout -B --block-size"),
+    "scp": _u("to-last", reads="-F -i", values="-P -o -c -l -J -S"),
+    "dd": _u("none"),
+    "tar": _u("archive", values="-b --blocking-factor -C --directory --exclude -T "
+              "--files-from -X --exclude-from -I --use-compress-program --owner --group "
+              "--mode --transform --xform -H --format"),
+    "zip": _u("archive", values="-x --exclude -i --include -P --password -b --temp-path",
+              globs=True),
+    "7z": _u("archive", values="-p -o -w -x -i -t -m", globs=True),
+    "7za": _u("archive", values="-p -o -w -x -i -t -m", globs=True),
+    "7zz": _u("archive", values="-p -o -w -x -i -t -m", globs=True),
+    "unzip": _u("archive", values="-d -x -P"),
+    "curl": _u("none", reads="-T --upload-file -K --config --cacert --cert --key -b --cookie "
+               "--netrc-file --data-binary", writes="-o --output -c --cookie-jar -D "
+               "--dump-header --trace --trace-ascii --libcurl --stderr",
+               values="-X --request -H --header -u --user -A --user-agent -e --referer -x "
+               "--proxy -m --max-time -w --write-out --connect-timeout -r --range --url "
+               "-d --data --data-raw --data-urlencode -F --form --form-string --retry"),
+    "wget": _u("none", reads="-i --input-file --post-file --body-file --load-cookies "
+               "--certificate --private-key --ca-certificate",
+               writes="-O --output-document -o --output-file -a --append-output "
+               "--save-cookies -P --directory-prefix",
+               values="-U --user-agent --header -e --execute -t --tries -T --timeout "
+               "--user --password --post-data --method --body-data"),
+    "openssl": _u("none", reads="-in -key -cert -CAfile -inkey -passin", writes="-out",
+                  values="-pass -passout -subj -days -newkey -aes256 -md"),
+    "gpg": _u("read", writes="-o --output", values="-r --recipient -u --local-user "
+              "--default-key --passphrase"),
+    "xargs": _u("none", reads="-a --arg-file"),
+    "find": _u("none", writes="-fprint -fprint0 -fprintf -fls", values="-name -iname -path "
+               "-ipath -type -maxdepth -mindepth -newer -perm -size -user -group -mtime "
+               "-mmin -regex -iregex -printf -wholename -exec -execdir -ok -okdir"),
+    "git": _u("none", writes="--output -o"),
+    "make": _u("none", reads="-f --file --makefile", values="-C --directory -j --jobs "
+               "-I --include-dir -o --old-file -W --what-if"),
+    **{name: _u("none") for name in BUILTINS.split()},
+    "ls": _u("none"), "dir": _u("none"), "tree": _u("none"), "stat": _u("none"),
+    "du": _u("none"), "df": _u("none"), "realpath": _u("none"), "readlink": _u("none"),
+    "basename": _u("none"), "dirname": _u("none"), "echo": _u("none"), "printf": _u("none"),
+    "test": _u("none"), "[": _u("none"), "[[": _u("none"), "cd": _u("none"),
+    "pushd": _u("none"), "which": _u("none"), "type": _u("none"), "command": _u("none"),
+    "mktemp": _u("none"), "kill": _u("none"), "sleep": _u("none"), "true": _u("none"),
+    "false": _u("none"), ":": _u("none"), "export": _u("none"), "declare": _u("none"),
+    "local": _u("none"), "unset": _u("none"), "set": _u("none"), "shopt": _u("none"),
+    "alias": _u("none"), "date": _u("none"), "env": _u("none"), "printenv": _u("none"),
+    "pwd": _u("none"), "id": _u("none"), "whoami": _u("none"), "uname": _u("none"),
+    "hostname": _u("none"), "ps": _u("none"), "pgrep": _u("none"), "pkill": _u("none"),
+    "seq": _u("none"), "yes": _u("none"), "expr": _u("none"), "wait": _u("none"),
+    "jobs": _u("none"), "history": _u("none"), "man": _u("none"), "help": _u("none"),
+    "npm": _u("none"), "npx": _u("none"), "pnpm": _u("none"), "yarn": _u("none"),
+    "pip": _u("none"), "pip3": _u("none"), "uv": _u("none"), "cargo": _u("none"),
+    "go": _u("none"), "docker": _u("none"), "kubectl": _u("none"), "helm": _u("none"),
+    "terraform": _u("none"), "pytest": _u("none"), "ruff": _u("none"), "mypy": _u("none"),
+    "black": _u("none"), "tox": _u("none"), "eslint": _u("none"), "prettier": _u("none"),
+    "tsc": _u("none"), "jest": _u("none"), "apt-get": _u("none"), "apt": _u("none"),
+    "brew": _u("none"), "systemctl": _u("none"), "journalctl": _u("none"),
+    "ping": _u("none"), "dig": _u("none"), "ssh": _u("none", reads="-F -i"),
+    "sudo": _u("none"), "timeout": _u("none"), "nice": _u("none"), "nohup": _u("none"),
+    "tmux": _u("none"), "watch": _u("none"), "chroot": _u("none"), "flock": _u("none"),
+    # -- arguments that are not files: modes, owners, dates, numbers, PIDs, expressions --
+    "chmod": _u("value-then-write", values="--reference", pattern="--reference",
+                value_word=r"-[rwxXstugoa=+,-]+"),
+    "chown": _u("value-then-write", values="--reference --from", pattern="--reference"),
+    "chgrp": _u("value-then-write", values="--reference", pattern="--reference"),
+    "rename": _u("value-then-write"),  # perl's rename: an expression, then the files
+    "touch": _u("write", values="-d --date -t -r --reference"),
+    "truncate": _u("write", values="-s --size -r --reference"),
+    "mkdir": _u("write", values="-m --mode --context"),
+    "jq": _u("script-then-read", reads="-f --from-file", values="--indent --tab",
+             pairs="--arg --argjson", pair_reads="--rawfile --slurpfile"),
+    "iconv": _u("read", writes="-o --output", values="-f --from-code -t --to-code"),
+    "shuf": _u("read", writes="-o --output", values="-n --head-count -i --input-range "
+               "--random-source"),
+    "split": _u("in-out", values="-l --lines -b --bytes -C --line-bytes -n --number -a "
+                "--suffix-length --additional-suffix -t --separator"),
+    "column": _u("read", values="-s --separator -c --output-width -o --output-separator "
+                 "-N --table-columns -R --table-right"),
+    "base64": _u("read", values="-w --wrap"), "base32": _u("read", values="-w --wrap"),
+    "numfmt": _u("none"), "factor": _u("none"), "usleep": _u("none"),
+    "top": _u("none"), "htop": _u("none"), "renice": _u("none"), "killall": _u("none"),
+    "pidof": _u("none"), "pstree": _u("none"), "pmap": _u("none"), "lsof": _u("none"),
+    "getent": _u("none"), "groups": _u("none"), "who": _u("none"), "w": _u("none"),
+    "uptime": _u("none"), "nproc": _u("none"), "free": _u("none"), "cal": _u("none"),
+    "tput": _u("none"), "stty": _u("none"), "tty": _u("none"), "locale": _u("none"),
+    "getconf": _u("none"), "uuidgen": _u("none"), "nc": _u("none"), "ncat": _u("none"),
+    "nslookup": _u("none"), "host": _u("none"), "traceroute": _u("none"),
+    "ss": _u("none"), "netstat": _u("none"), "ip": _u("none"), "ifconfig": _u("none"),
+    "whereis": _u("none"), "whatis": _u("none"), "apropos": _u("none"), "tldr": _u("none"),
+    "info": _u("none"), "fg": _u("none"), "bg": _u("none"), "disown": _u("none"),
+}
+
+GIT_PATH_SUBCOMMANDS: dict[str, Mode] = {
+    "add": "read", "rm": "write", "mv": "write", "checkout": "write", "restore": "write",
+    "show": "read", "blame": "read", "cat-file": "read", "log": "read", "diff": "read",
+    "apply": "read", "am": "read", "hash-object": "read", "stash": "read",
+    "update-index": "read", "grep": "read", "archive": "read",
+}
+"""git subcommands whose operands (after `--`, or `rev:path`) are files, and how."""

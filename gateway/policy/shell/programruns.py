@@ -1,0 +1,322 @@
+"""Programs the walk follows into, each by what it does: shells (their options, -c strings,
+script operands and stdin), eval, trap, source, the builtins that take variable names or
+run code (hash -p, enable -f, fc, bind -x, complete -C, declare -i, ...), git (aliases,
+configuration that runs programs), find (-exec, -delete) and xargs (the command it runs,
+with the items it reads)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gateway.policy.shell.evaluation import NAME_TAKING
+from gateway.policy.shell.globs import GLOB_CHARS
+from gateway.policy.shell.scanned import INHERITED, Feed, replace_command
+from gateway.policy.shell.syntaxwalk import SyntaxWalk, nameref
+from gateway.policy.shell.words import Word
+from gateway.policy.shell.wrappers import FOREIGN_SHELLS, SHELL_VALUE_OPTS
+
+if TYPE_CHECKING:
+    from gateway.policy.shell.xargs import Xargs
+
+
+class ProgramRuns(SyntaxWalk):
+    def shell(self, name: str, words: Sequence[Word], via: tuple[str, ...], depth: int,
+              feed: Feed, appended: bool) -> None:
+        """bash, sh, zsh, ...: the code it runs, from -c, a script operand or stdin."""
+        found = shell_arguments(name, words, appended)
+        self.fail(found.problem)
+        self.record(words, via, True)
+        if name in FOREIGN_SHELLS and (found.code is not None or found.operand is not None or
+                                       feed != INHERITED):
+            self.fail(f"{name} runs code in a language that is not analysed")
+        elif found.code is not None:
+            self.shell_string(name, found.code, found.positional, via, depth)
+        elif appended:
+            self.fail(f"{name} gets its script from arguments added at run time")
+        elif found.operand is not None and not found.stdin:
+            self.script_file(found.operand, (*via, name), depth, name)
+        else:
+            self.stdin_code("bash", feed, via, depth, name)
+
+    def shell_string(self, name: str, code: Word, positional: Sequence[Word],
+                     via: tuple[str, ...], depth: int) -> None:
+        """`sh -c CODE $0 $1 ...`: CODE walked with its own positional parameters."""
+        added = [str(k) for k in range(len(positional)) if str(k) not in self.variables.dominated]
+        for k, value in enumerate(positional):
+            self.bind(str(k), value)
+        self.variables.dominated.update(added)  # the script's own $0, $1, ...
+        self.code(code, via, depth, name)
+        self.variables.dominated.difference_update(added)
+
+    def evaluate(self, words: Sequence[Word], via: tuple[str, ...], depth: int) -> None:
+        self.record(words, via, True)
+        parts = list(words[1:])
+        if parts and parts[0].text == "--":
+            parts = parts[1:]
+        if any(w.dynamic for w in parts):
+            self.fail("eval runs text computed at run time")
+        elif parts:
+            self.script(" ".join(w.text for w in parts), (*via, "eval"), depth + 1, INHERITED)
+
+    def trap(self, words: Sequence[Word], via: tuple[str, ...], depth: int) -> None:
+        self.record(words, via, True)
+        parts = list(words[1:])
+        while parts and parts[0].text.startswith("-") and parts[0].text not in ("-", "--"):
+            if parts[0].text in ("-l", "-p", "-P"):
+                return  # lists signals or handlers
+            parts = parts[1:]
+        if parts and parts[0].text == "--":
+            parts = parts[1:]
+        if not parts or parts[0].text == "-":
+            return
+        self.code(parts[0], via, depth, "trap")
+
+    def source(self, words: Sequence[Word], via: tuple[str, ...], depth: int,
+               feed: Feed) -> None:
+        operands = [w for w in words[1:] if w.text != "--"]
+        if not operands:
+            return
+        target = operands[0]
+        if target.text in ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"):
+            self.stdin_code("bash", feed if feed != INHERITED else Feed(unknown="stdin"), via,
+                            depth, "source")
+            return
+        self.script_file(target, via, depth, "source")
+
+    def builtin(self, name: str, words: Sequence[Word], via: tuple[str, ...],
+                depth: int) -> None:
+        self.record(words, via, False)
+        args = words[1:]
+        texts = [w.text for w in args]
+        if name == "hash" and "-p" in texts:
+            self.fail("hash -p makes a command name run another program")
+        elif name == "enable" and any(t.startswith("-") and "f" in t for t in texts):
+            self.fail("enable -f loads a builtin from a shared library")
+        elif name == "fc" and not any(t.startswith("-") and "l" in t for t in texts):
+            self.fail("fc runs commands from the history or an editor")
+        elif name == "bind" and any(t.startswith("-") and "x" in t for t in texts):
+            self.fail("bind -x runs a command on a key")
+        elif name in ("compgen", "complete", "mapfile", "readarray"):
+            for i, word in enumerate(args):
+                if word.text in ("-C",) or (word.text.startswith("-") and word.text.endswith(
+                        "C") and not word.text.startswith("--")):
+                    value = args[i + 1] if i + 1 < len(args) else Word("")
+                    self.code(value, via, depth, f"{name} -C")
+        if name in NAME_TAKING:
+            names = name_args(name, args)
+            self.hazards.name_arguments(name, names)
+            if name in ("read", "mapfile", "readarray", "printf", "getopts"):
+                for variable, _ in names:
+                    self.hazards.assign(variable.split("[", 1)[0], "", True)
+                    self.variables.unknown(variable.split("[", 1)[0])
+            elif name == "unset":
+                for variable, _ in names:
+                    self.bind(variable, Word(""))
+            if any(t.startswith("-") and "i" in t[1:] for t in texts if not t.startswith("--")
+                   ) and name in ("declare", "typeset", "local", "export", "readonly"):
+                self.hazards.referenced.update(v.split("[", 1)[0] for v, _ in names)
+        if name in ("export", "declare", "typeset", "local", "readonly"):
+            references = nameref(texts)
+            for word in args:
+                key, eq, setting = word.text.partition("=")
+                base = key.split("[", 1)[0].rstrip("+")
+                if word.text.startswith("-"):
+                    pass
+                elif references or key != base or setting.startswith("("):
+                    self.variables.unknown(base)  # a name reference, f+=x, an array
+                else:
+                    self.bind(key, Word(setting, dynamic=word.dynamic) if eq else Word(""))
+                if eq and not word.text.startswith("-"):
+                    self.hazards.assign(key, setting, word.dynamic)
+                    self.unsafe_for_allow = self.unsafe_for_allow or self.environment(
+                        key, Word(setting, dynamic=word.dynamic), via, depth)
+
+    def git(self, words: Sequence[Word], via: tuple[str, ...], depth: int,
+            appended: bool) -> None:
+        from gateway.policy.shell import gitcmd  # on first use: its patterns cost at start
+
+        run = gitcmd.analyse_git(words, self.git_aliases,
+                                 lambda name: self.files.git_alias(name, self.cwd))
+        self.fail(run.problem)
+        defined = gitcmd.defined_alias(words)
+        if defined is not None:
+            self.git_aliases[defined[0]] = defined[1]
+        index = self.record(run.argv, via, bool(run.scripts), appended=appended)
+        configured = any(w.text.startswith(("-c", "--config-env", "--exec-path"))
+                         for w in words[1:])
+        if run.scripts or run.problem or configured:
+            self.commands[index] = replace_command(self.commands[index], carries_code=(
+                "git runs a program named in its configuration or options"))
+        for script in run.scripts:
+            self.code(script, via, depth, "git")
+        listed = gitcmd.listed_files(run.argv)
+        if listed is not None:
+            self.outputs[index] = listed
+
+    def find(self, words: Sequence[Word], via: tuple[str, ...], depth: int,
+             appended: bool) -> None:
+        """find: the commands -exec runs and the files -delete removes, on the files it
+        selects (a pattern: see findcmd); what it prints, for a consumer such as xargs."""
+        from gateway.policy.shell.findcmd import analyse_find  # on first use
+
+        run = analyse_find(words)
+        index = self.record(words, via, False, appended=appended)
+        for path in run.deletes:
+            self.access("write", path, self.commands[index].text)
+        for argv in run.commands:
+            self.emit(argv, (*via, words[0].text), depth, INHERITED)
+        self.outputs[index] = run.prints
+
+    def xargs(self, words: Sequence[Word], inner: Sequence[Word], via: tuple[str, ...],
+              depth: int, feed: Feed) -> None:
+        """The command xargs runs, with the items it reads: known from a literal input or
+        find's selection, else unknown words (that may be options)."""
+        from gateway.policy.shell.xargs import MAX_RUNS, put, xargs_options  # on first use
+
+        options = xargs_options(words[1 : len(words) - len(inner)])
+        values = None if options.from_file else self.input_items(feed, options)
+        if values is None:
+            unknown = Word("$(xargs input)", dynamic=True, lead_dynamic=True)
+            if options.marker:
+                self.emit(placeholders("xargs", words, tuple(inner)), via, depth, feed,
+                          appended=True)
+            else:
+                self.emit([*inner, unknown], via, depth, feed, appended=True)
+        elif options.marker:
+            for value in values[:MAX_RUNS]:
+                self.emit([put(w, options.marker, value) for w in inner], via, depth, feed)
+            if len(values) > MAX_RUNS:
+                self.emit(placeholders("xargs", words, tuple(inner)), via, depth, feed,
+                          appended=True)
+        else:
+            self.emit([*inner, *values], via, depth, feed)
+
+    def input_items(self, feed: Feed, options: Xargs) -> list[Word] | None:
+        """What xargs reads, as Words: literal items, or files find selects; None when
+        unknown."""
+        if feed.text is None and feed.pipe is not None:
+            start, end = feed.pipe
+            produced = self.produced(start, end)
+            if produced.text is None:
+                found = [self.outputs.get(k) for k in range(start, end)]
+                if not found or any(f is None for f in found):
+                    return None
+                return [w for f in found if f is not None for w in f]
+            feed = produced
+        if feed.text is None:
+            return None
+        from gateway.policy.shell.xargs import items
+
+        texts = items(feed.text, options)
+        if texts is None:
+            return None
+        return [Word(t, verbatim=not GLOB_CHARS.isdisjoint(t)) for t in texts]
+
+
+def placeholders(name: str, words: Sequence[Word], inner: tuple[Word, ...]) -> list[Word]:
+    """xargs -I{} / parallel {}: words holding the replace string are run-time text."""
+    marker = "{}" if name == "parallel" else ""
+    if name == "xargs":
+        start = next((i for i, w in enumerate(words) if inner and w is inner[0]), len(words))
+        options = words[1:start]
+        for i, word in enumerate(options):
+            text = word.text
+            if text == "-I" and i + 1 < len(options):
+                marker = options[i + 1].text
+            elif text.startswith("-I") and len(text) > 2:
+                marker = text[2:]
+            elif text in ("-i", "--replace"):
+                marker = "{}"
+            elif text.startswith("-i") and not text.startswith("--"):
+                marker = text[2:]
+            elif text.startswith("--replace="):
+                marker = text.partition("=")[2]
+    if not marker:
+        return list(inner)
+    return [Word(w.text, dynamic=True, lead_dynamic=w.text.startswith(marker))
+            if marker in w.text else w for w in inner]
+
+
+def name_args(name: str, args: Sequence[Word]) -> list[tuple[str, bool]]:
+    """The words a builtin reads as variable names (where a subscript would be evaluated)."""
+    texts = [w.text for w in args]
+    if name == "printf":
+        return [(args[i + 1].text, args[i + 1].dynamic) for i, t in enumerate(texts[:-1])
+                if t == "-v"]
+    if name in ("test", "["):
+        return [(args[i + 1].text, args[i + 1].dynamic) for i, t in enumerate(texts[:-1])
+                if t == "-v"]
+    if name == "let":
+        return [(w.text, w.dynamic) for w in args]
+    names: list[tuple[str, bool]] = []
+    skip = False
+    for word in args:
+        if skip:
+            skip = False
+            continue
+        if word.text.startswith("-") and not word.dynamic:
+            skip = name in ("read", "mapfile", "readarray") and word.text[-1:] in "dnNptuCcsi"
+            continue
+        names.append((word.text.partition("=")[0], word.dynamic))
+    return names
+
+
+@dataclass(frozen=True)
+class ShellArguments:
+    """What a shell's argv asks it to run."""
+
+    code: Word | None
+    """The command string (-c, fish's --command), None when there is none."""
+    operand: Word | None
+    """The first operand: a script file, or the command string's own."""
+    positional: Sequence[Word]
+    """$0, $1, ... of a command string."""
+    stdin: bool
+    """-s or `-`: the script is read from stdin."""
+    problem: str
+
+
+def shell_arguments(name: str, words: Sequence[Word], appended: bool) -> ShellArguments:
+    code: Word | None = None
+    stdin = False
+    problem = ""
+    i = 1
+    while i < len(words):
+        word, text = words[i], words[i].text
+        if word.may_be_option:
+            problem = f"{name} options computed at run time"
+            break
+        if text in ("--", "-"):
+            stdin = stdin or text == "-"
+            i += 1
+            break
+        if text in SHELL_VALUE_OPTS:
+            i += 2
+            continue
+        if text.startswith(("--command=", "--init-command=")):
+            code = Word(text.partition("=")[2])
+            i += 1
+            continue
+        if text in ("--command", "--init-command", "-C") and name == "fish":
+            code = words[i + 1] if i + 1 < len(words) else Word("")
+            i += 2
+            continue
+        if text[:1] in ("-", "+") and len(text) > 1 and not text.startswith("--"):
+            if "c" in text[1:] and text[0] == "-":
+                code = Word("")  # the command string is the first operand
+            stdin = stdin or ("s" in text[1:] and text[0] == "-")
+            i += 1
+            continue
+        if text.startswith("--"):
+            i += 1
+            continue
+        break
+    operand = words[i] if i < len(words) else None
+    positional: Sequence[Word] = ()
+    if code is not None and not code.text and operand is not None:
+        code, positional = operand, words[i + 1 :]  # sh -c CODE $0 $1 ...
+    if code is not None and operand is None and not code.text and appended:
+        code = Word("", dynamic=True)  # xargs sh -c: the script is the appended input
+    return ShellArguments(code, operand, positional, stdin, problem)

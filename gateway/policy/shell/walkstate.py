@@ -1,0 +1,287 @@
+"""The state of one walk over a Bash string, and its record keeping: the simple commands
+found (`record`), the files they read and write (`access`, `file_uses`), the directories
+they `cd` to, the variables they bind, globs as they expand now, and what recorded
+commands print. The walk itself sits on top of it (scripts.py, syntaxwalk.py,
+programruns.py, dispatch.py); its two recursive steps are declared here."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tree_sitter import Node
+
+from gateway.policy.shell import programs
+from gateway.policy.shell.argv import normalize_name
+from gateway.policy.shell.evaluation import EvalHazards
+from gateway.policy.shell.filecreation import CHANGES_ONLY, creates_unknown_names
+from gateway.policy.shell.files import Files, resolve
+from gateway.policy.shell.fileuse import file_uses
+from gateway.policy.shell.globs import alternatives, is_glob, is_pattern
+from gateway.policy.shell.producers import literal_output
+from gateway.policy.shell.scanned import Access, Feed, SimpleCommand, replace_access, replace_word
+from gateway.policy.shell.variables import Variables
+from gateway.policy.shell.words import Word
+from gateway.policy.shell.wrappers import EVALS, FOREIGN_SHELLS, SHELLS, TRAPS, WRAPPERS
+
+
+class OverBudget(Exception):
+    """The walk ran past its deadline."""
+
+
+SCRIPT_RUNNERS = frozenset({*SHELLS, *FOREIGN_SHELLS, "source", ".", "eval", "trap"})
+RUNS_OTHERS = frozenset({*WRAPPERS, *SHELLS, *EVALS, *TRAPS, "source", "."})
+LISTERS = frozenset({"ls", "grep", "egrep", "fgrep", "rg"})
+
+
+@dataclass
+class WalkState:
+    cwd: str
+    files: Files
+    deadline: float
+    commands: list[SimpleCommand] = field(default_factory=list)
+    flows: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
+    problem: str = ""
+    aliases: dict[str, Word] = field(default_factory=dict)
+    git_aliases: dict[str, Word] = field(default_factory=dict)
+    hazards: EvalHazards = field(default_factory=EvalHazards)
+    ticks: int = 0
+    nesting: int = 0
+    accesses: list[Access] = field(default_factory=list)
+    variables: Variables = field(default_factory=Variables)
+    """Values the command binds to names (for paths that use them)."""
+    top: int = -1
+    """The node id of the command's own top level (bindings there run unconditionally)."""
+    cwds: list[str] = field(default_factory=list)
+    cwd_unknown: bool = False
+    unsafe_for_allow: str = ""
+    speculating: int = 0
+    """Inside a reading of an unknown program's arguments as a command it might run."""
+    venvs: dict[int, str] = field(default_factory=dict)
+    """Command index -> the virtual environment it creates (`python -m venv DIR`)."""
+    missing_scripts: list[tuple[int, str, str]] = field(default_factory=list)
+    """(index of the command that runs it, its path, why) for scripts not on disk."""
+    globbed: dict[tuple[str, str, frozenset[str]], list[str] | None] = field(
+        default_factory=dict)
+    settled: bool = False
+    """A glob was taken for plain names (checked again once the walk is over)."""
+    created: bool = False
+    """A command walked so far may create files no recorded write names."""
+    dash_writers: set[int] = field(default_factory=set)
+    """Commands that may create a file whose name begins with '-' (a glob may then expand
+    to an option); -1 for a redirection or code, which may run before any command."""
+    outputs: dict[int, list[Word]] = field(default_factory=dict)
+    """What a command writes to stdout when that is a set of paths (find's selection)."""
+
+    def access(self, mode: Literal["read", "write"], path: Word, command: str,
+               possible: bool = False, creates: bool = True, own: int = -1) -> None:
+        """`creates`: a write may create the file (not rm, chmod: they change what is);
+        `own`: the command whose own run writes it (after bash expanded its words)."""
+        if (path.text or path.dynamic) and path.text != "-" and not path.process:
+            if mode == "write" and creates and special_name_possible(path):
+                self.dash_writers.add(own)
+            self.variables.used(path)
+            self.accesses.append(Access(mode, path, command[:200], possible))
+
+    def expanded_accesses(self) -> list[Access]:
+        """Each access with the values its `$NAME`s may hold, known once the whole command
+        has been walked (a later binding may run first, in a loop); from the environment
+        the command inherits where a use may come first (`cat "$AGENT_GATEWAY_AUDIT_KEY_FILE"`)."""
+        for name in self.hazards.referenced:
+            self.variables.unknown(name)  # arithmetic may assign it: (( f = 1 )), let
+        cwds = None if self.cwd_unknown else dict.fromkeys(self.cwds)
+        out: list[Access] = []
+        for access in self.accesses:
+            if not access.path.dynamic:
+                out.append(access)
+                continue
+            for path in self.variables.alternatives(access.path, self.files.environment, cwds):
+                out.append(access if path is access.path else replace_access(access, path=path))
+        return out
+
+    def bind(self, name: str, value: Word, node: Node | None = None, depth: int = 1) -> None:
+        """A value bound to a shell variable (unknown when dynamic)."""
+        self.variables.bind(name, value, node is not None and depth == 0 and self.top_level(node))
+
+    def top_level(self, node: Node) -> bool:
+        """Runs unconditionally in the command's own shell: no list, loop, branch, function,
+        subshell or substitution between it and the top."""
+        parent = node.parent
+        while parent is not None and parent.id != self.top:
+            if parent.type not in ("declaration_command", "variable_assignments"):
+                return False
+            parent = parent.parent
+        return parent is not None
+
+    def fail(self, why: str) -> None:
+        if why and not self.problem:
+            self.problem = why
+
+    def tick(self) -> None:
+        self.ticks += 1
+        if self.ticks & 127 == 0 and time.monotonic() > self.deadline:
+            raise OverBudget
+
+    # -- the walk's two recursive steps (syntaxwalk.py, dispatch.py) ----------------------
+    def visit(self, node: Node, via: tuple[str, ...], depth: int, feed: Feed) -> None:
+        """Walks a syntax node."""
+        raise NotImplementedError
+
+    def emit(self, words: Sequence[Word], via: tuple[str, ...], depth: int, feed: Feed, *,
+             appended: bool = False) -> None:
+        """Runs an argv: records it and follows what its program runs."""
+        raise NotImplementedError
+
+    # -- record keeping ------------------------------------------------------------------
+    def record(self, words: Sequence[Word], via: tuple[str, ...], runs_other: bool, *,
+               appended: bool = False, opaque: bool = False,
+               code: frozenset[int] = frozenset()) -> int:
+        """`code`: positions of words that are program text (`-e CODE`), never files."""
+        name = normalize_name(words[0].text)
+        text = " ".join(w.text for w in words)
+        venv = programs.venv_created(name, [w.text for w in words[1:]])
+        if venv is not None and not any(w.dynamic or w.globby for w in words):
+            self.venvs[len(self.commands)] = resolve(venv, self.cwd)
+        self.commands.append(SimpleCommand(name, text, via, runs_other, tuple(words),
+                                           opaque=opaque, appended=appended))
+        self.file_uses(name, [w for i, w in enumerate(words) if i not in code], text)
+        index = len(self.commands) - 1
+        if name in LISTERS and not self.created:
+            from gateway.policy.shell.listings import listed  # ls, grep: on first use
+
+            found = listed(name, words, self.names_now, self.is_dir)
+            if found is not None:
+                self.outputs[index] = found
+        if not self.created and name not in RUNS_OTHERS:
+            self.created = creates_unknown_names(name, words)
+        return index
+
+    def names_now(self, word: Word) -> list[str] | None:
+        """The names a word stands for now: itself, or a glob's matches in every
+        directory the command has reached (None when not known)."""
+        if word.dynamic or self.cwd_unknown:
+            return None
+        if not is_glob(word):
+            return [word.text]
+        names: list[str] = []
+        for cwd in dict.fromkeys(self.cwds or [self.cwd or "/"]):
+            found = self.glob(word.text, cwd)
+            if found is None:
+                return None
+            names.extend(found)
+        return list(dict.fromkeys(names))
+
+    def glob(self, pattern: str, cwd: str, options: frozenset[str] = frozenset()
+             ) -> list[str] | None:
+        """files.glob, once per pattern, directory and options in a scan."""
+        key = (pattern, cwd, options)
+        if key not in self.globbed:
+            self.globbed[key] = self.files.glob(pattern, cwd, options)
+        return self.globbed[key]
+
+    def is_dir(self, name: str) -> bool:
+        return any(self.files.is_dir(name, cwd) for cwd in self.cwds or [self.cwd or "/"])
+
+    def file_uses(self, name: str, words: Sequence[Word], text: str) -> None:
+        if name in SCRIPT_RUNNERS:
+            return  # their script is recorded where it is read
+        words = brace_expanded(words)
+        uses = file_uses(name, words)
+        if uses is None:
+            # An unknown program: any argument may be a file it opens.
+            for word in words[1:]:
+                if not word.text.startswith("-"):
+                    self.access("read", word, text, possible=True)
+                    continue
+                value = word.text.partition("=")[2]
+                if value and not value.startswith("-"):
+                    self.access("read", Word(value, word.dynamic, word.lead_dynamic,
+                                             word.globby), text, possible=True)
+            return
+        for mode, path in uses:
+            self.access(mode, path, text, creates=name not in CHANGES_ONLY,
+                        own=len(self.commands) - 1)
+        self.directories(name, words)
+
+    def directories(self, name: str, words: Sequence[Word]) -> None:
+        """cd DIR, git -C DIR, make -C DIR: later relative paths may be under DIR."""
+        targets: list[Word] = []
+        if name in ("cd", "pushd"):
+            operands = [w for w in words[1:] if not w.text.startswith("-")]
+            targets = operands[:1] or [Word("~")]
+        elif name in ("git", "make", "tar", "env"):
+            targets = [words[i + 1] for i in range(1, len(words) - 1)
+                       if words[i].text in ("-C", "--directory", "--chdir")]
+        for target in targets:
+            if target.dynamic or target.globby:
+                self.cwd_unknown = True
+            else:
+                self.cwds.append(resolve(target.text, self.cwds[-1] if self.cwds else self.cwd))
+
+    def settle(self, word: Word) -> Word:
+        """A glob that expands, in every directory the command has reached so far, to no
+        word beginning with '-' is no option (checked again once the whole command is
+        known: a later step may create such a name, or `cd` elsewhere, first)."""
+        if not word.globby or word.dynamic or word.plain_names or self.cwd_unknown:
+            return word
+        cwds = dict.fromkeys(self.cwds or [self.cwd or "/"])
+        for cwd in cwds:
+            found = self.glob(word.text, cwd)
+            if found is None or any(special_name(n) and n != word.text for n in found):
+                return word
+        self.settled = True
+        return replace_word(word, plain_names=True)
+
+    def produced(self, start: int, end: int) -> Feed:
+        """What commands[start:end] write to a pipe: known only for literal echo/printf."""
+        texts: list[str] = []
+        for command in self.commands[start:end]:
+            output = literal_output(command.name, command.words, command.runs_other)
+            if output is None:
+                return Feed(unknown=f"the output of `{command.text[:80]}`")
+            texts.append(output)
+        if not texts:
+            return Feed(unknown="the output of a command that is not a simple command")
+        return Feed(text="".join(texts))
+
+    def output_words(self, start: int, end: int) -> list[Word] | None:
+        """What commands[start:end] print, split into words; None when not known."""
+        produced = self.produced(start, end) if end > start else Feed(unknown="nothing")
+        if produced.text is not None:
+            return [Word(t, verbatim=True) for t in produced.text.split()]
+        found = [self.outputs.get(k) for k in range(start, end)]
+        if not found or any(f is None for f in found):
+            return None
+        return [w for f in found if f is not None for w in f]
+
+
+def special_name(name: str) -> bool:
+    """A file name a program may read as more than a name: an option, a perl open mode."""
+    return name[:1] in ("-", "|", "<", ">", "+", " ", "\t") or name.endswith("|")
+
+
+def special_name_possible(path: Word) -> bool:
+    """Whether a file written at `path` may have a name a program reads as more than a
+    name (see `special_name`)."""
+    name = path.text.rstrip("/").rsplit("/", 1)[-1]
+    return special_name(name) or (path.dynamic and (
+        bool(path.pattern) or any(c in name for c in "$`"))) or (
+        is_glob(path) and name[:1] in ("*", "?", "[", "{"))
+
+
+def brace_expanded(words: Sequence[Word]) -> Sequence[Word]:
+    """The words as bash's brace expansion makes them, before anything else: `cp .env{,.bak}`
+    is `cp .env .env.bak`, two operands, a source read."""
+    if not any(w.globby and "{" in w.text and not w.dynamic for w in words[1:]):
+        return words
+    out = [words[0]]
+    for word in words[1:]:
+        found = alternatives(word.text) if word.globby and not word.dynamic else None
+        if found is None or found == [word.text]:
+            out.append(word)
+            continue
+        out.extend(replace_word(word, text=alt, globby=is_pattern(alt), plain_names=False)
+                   for alt in found)
+    return out
