@@ -41,18 +41,16 @@ def test_the_readme_lists_no_limitation_the_docs_dropped() -> None:
     assert "no turn spans" not in readme and "no turn spans" not in "".join(_limitations())
 
 
-def test_an_archive_extracted_without_the_sandbox_is_not_checked_against_edit_rules(
+def test_a_patch_applied_without_the_sandbox_is_not_checked_against_edit_rules(
         tmp_path: Path) -> None:
-    """The names `tar x` writes are the archive's: without the OS sandbox the hook lets it
-    overwrite a guarded workflow (a recursive read or write of a tree is checked, this not)."""
+    """The names `git apply` writes are the patch's: without the OS sandbox the hook lets it
+    change a guarded workflow (an archive's members are checked, a patch's not)."""
     workflow = tmp_path / ".github" / "workflows" / "ci.yml"
     workflow.parent.mkdir(parents=True)
     workflow.write_text("on: push\n")
-    staged = tmp_path / "staged" / ".github" / "workflows"
-    staged.mkdir(parents=True)
-    (staged / "ci.yml").write_text("pwned\n")
-    subprocess.run(["tar", "cf", str(tmp_path / "x.tar"), "-C", str(tmp_path / "staged"),
-                    ".github"], check=True)
+    (tmp_path / "x.patch").write_text(
+        "--- a/.github/workflows/ci.yml\n+++ b/.github/workflows/ci.yml\n"
+        "@@ -1 +1 @@\n-on: push\n+pwned\n")
     policy = tmp_path / "org.yaml"
     policy.write_text("version: 1\npermissions:\n  deny: ['Edit(.github/workflows/**)']\n")
     loaded = load_policy([str(policy)])
@@ -60,7 +58,7 @@ def test_an_archive_extracted_without_the_sandbox_is_not_checked_against_edit_ru
     def kind(command: str) -> str:
         return decide(loaded, ToolCall("Bash", {"command": command}, cwd=str(tmp_path))).kind
 
-    assert kind("rm -r .github") == "deny" and kind("cp x.tar .github/workflows/ci.yml") == "deny"
-    assert kind("tar xf x.tar") != "deny"
-    subprocess.run(["bash", "-c", "tar xf x.tar"], cwd=tmp_path, check=True)
+    assert kind("rm -r .github") == "deny" and kind("cp x.patch .github/workflows/ci.yml") == "deny"
+    assert kind("git apply x.patch") != "deny"
+    subprocess.run(["bash", "-c", "git apply x.patch"], cwd=tmp_path, check=True)
     assert workflow.read_text() == "pwned\n"

@@ -116,6 +116,14 @@ def file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
             continue
         targets = None if path.dynamic else resolved.targets(path)
         names = targets.names if targets is not None else ()
+        if (bash.cwd_unknown and targets is not None and not path.text.startswith(("/", "~"))
+                and not _named(rules, names, call.cwd)):
+            # `cd "$(f)"; cat x`: x may be under any directory, a rule's own among them
+            rule = _could_match(rules, f"$PWD/{path.text}", call.cwd)
+            if rule is not None:
+                unsure(rule, access.command, f"it {access.mode}s a path relative to a "
+                       "directory only known when it runs")
+            continue
         if (union is not None and targets is not None and targets.complete
                 and not union.matches(names, call.cwd)):
             continue  # no rule of the family matches: most paths
@@ -153,6 +161,12 @@ def _unknown_names(path: Word) -> str:
     if path.pattern:
         return f"it names files chosen when it runs ({path.pattern[:80]})"
     return "a glob whose names are only known when it runs"
+
+
+def _named(rules: list[Rule], names: tuple[str, ...], cwd: str) -> bool:
+    """Whether a rule matches one of the names as they are (a floating rule's `.env`)."""
+    return any(isinstance(r.matcher, PathRule)
+               and r.matcher.pattern.matches(names, cwd, anywhere=True) for r in rules)
 
 
 def _could_match(rules: list[Rule], text: str, cwd: str) -> Rule | None:

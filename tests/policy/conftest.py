@@ -48,3 +48,37 @@ def as_home() -> Iterator[Callable[[Path], None]]:
     decision is handed its home on the ToolCall; the evaluator reads no $HOME)."""
     with contextlib.ExitStack() as stack:
         yield lambda home: stack.enter_context(deciding({"HOME": str(home)})) and None
+
+
+# -- attacks run in a real bash (test_shell_precision.py, test_shell_outcomes.py) ------------
+SECRET = "top-secret-value"
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("home")
+    (root / ".ssh").mkdir()
+    (root / ".ssh" / "id_rsa").write_text(f"{SECRET}-ssh\n")
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / ".env").write_text(f"KEY={SECRET}\n")
+    (root / "app").mkdir()
+    (root / "app" / ".env").write_text(f"DB={SECRET}\n")
+    (root / "a.txt").write_text("a\n")
+    (root / "src").mkdir()
+    (root / "src" / "main.py").write_text("print(1)\n")
+    return root
+
+
+@pytest.fixture
+def in_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The decision sees the same home directory as the bash that runs the attack."""
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("f", "g", "d", "Q"):
+        monkeypatch.delenv(name, raising=False)
+    return home

@@ -18,29 +18,7 @@ import pytest
 from gateway.policy import Policy, decide, explain, load_policy
 from gateway.types import ToolCall
 from tests.fixtures.precision import platform_policy
-
-SECRET = "top-secret-value"
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("home")
-    (root / ".ssh").mkdir()
-    (root / ".ssh" / "id_rsa").write_text(f"{SECRET}-ssh\n")
-    return root
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / ".env").write_text(f"KEY={SECRET}\n")
-    (root / "app").mkdir()
-    (root / "app" / ".env").write_text(f"DB={SECRET}\n")
-    (root / "a.txt").write_text("a\n")
-    (root / "src").mkdir()
-    (root / "src" / "main.py").write_text("print(1)\n")
-    return root
+from tests.policy.conftest import SECRET
 
 
 @pytest.fixture(scope="module")
@@ -48,15 +26,6 @@ def policy(tmp_path_factory: pytest.TempPathFactory, home: Path) -> Policy:
     path = tmp_path_factory.mktemp("policy") / "org.yaml"
     path.write_text(platform_policy(sandbox=False), encoding="utf-8")
     return load_policy([str(path)])
-
-
-@pytest.fixture
-def in_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The decision sees the same home directory as the bash that runs the attack."""
-    monkeypatch.setenv("HOME", str(home))
-    for name in ("f", "g", "d", "Q"):
-        monkeypatch.delenv(name, raising=False)
-    return home
 
 
 def _decide(policy: Policy, command: str, cwd: Path) -> str:

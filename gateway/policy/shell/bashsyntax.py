@@ -1,5 +1,6 @@
 """Bash's syntax tree as tree-sitter-bash gives it: the parse (inside a subshell, which keeps
-long pipelines linear), a node's text, here-document bodies as bash reads them, and the words
+long pipelines linear; words it splits where bash does not, parsed again: misparse.py), a
+node's text, here-document bodies as bash reads them, and the words
 a literal `$(echo ...)` folds into."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from functools import lru_cache
 from tree_sitter import Language, Node, Parser
 
 from gateway.policy.shell.argv import normalize_name
+from gateway.policy.shell.misparse import braced, misread_names
 from gateway.policy.shell.producers import literal_output
 from gateway.policy.shell.words import Word, word_value
 
@@ -17,10 +19,15 @@ LEAF_WORDS = frozenset({"word", "raw_string", "ansi_c_string", "number"})
 
 
 @lru_cache(maxsize=1)
-def _parser() -> Parser:
+def _language() -> Language:
     from gateway.policy.shell.grammar import bash_language  # loaded when Bash is scanned
 
-    return Parser(Language(bash_language()))
+    return Language(bash_language())
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Parser:
+    return Parser(_language())
 
 
 def parse_bash(source: str) -> Node:
@@ -32,12 +39,27 @@ def parse_bash(source: str) -> Node:
     `)` in the text) the text is parsed as it is.
     """
     data = source.encode("utf-8", "surrogateescape")
-    wrapped = _parser().parse(b"(" + data + b"\n)").root_node
+    for _ in range(_MAX_REPAIRS):
+        root, parsed, shift = _parse_bytes(data)
+        misread = misread_names(root, parsed, _language())
+        if not misread:
+            break
+        data = braced(data, [offset - shift for offset in misread])  # see misparse.py
+    return root
+
+
+_MAX_REPAIRS = 8
+
+
+def _parse_bytes(data: bytes) -> tuple[Node, bytes, int]:
+    """The tree, the bytes it was parsed from and where `data` starts in them."""
+    wrapped_data = b"(" + data + b"\n)"
+    wrapped = _parser().parse(wrapped_data).root_node
     children = wrapped.named_children
     if (len(children) == 1 and children[0].type == "subshell" and not wrapped.has_error
             and children[0].end_byte == len(data) + 3):
-        return children[0]
-    return _parser().parse(data).root_node
+        return children[0], wrapped_data, 1
+    return _parser().parse(data).root_node, data, 0
 
 
 def node_text(node: Node) -> str:

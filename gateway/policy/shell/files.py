@@ -49,6 +49,10 @@ class Files(Protocol):
         Claude Code passes on), or None."""
         ...
 
+    def archive_members(self, path: str, cwd: str) -> list[str] | None:
+        """The member names of the archive at `path` (archives.members), or None."""
+        ...
+
 
 def resolve(path: str, cwd: str) -> str:
     expanded = expand_user(path)
@@ -102,6 +106,11 @@ class DiskFiles:
 
     def environment(self, name: str) -> str | None:
         return decision_variable(name)
+
+    def archive_members(self, path: str, cwd: str) -> list[str] | None:
+        from gateway.policy.shell.archives import members  # only extractions need it
+
+        return members(resolve(path, cwd))
 
 
 DISK = DiskFiles()

@@ -8,15 +8,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 Mode = Literal["read", "write"]
-Operands = Literal["read", "write", "none", "to-last", "pattern-then-read", "script-then-read",
-                   "value-then-write", "in-out", "archive"]
+Operands = Literal["read", "write", "edit", "none", "to-last", "pattern-then-read",
+                   "script-then-read", "value-then-write", "in-out", "archive"]
 
 
 @dataclass(frozen=True)
 class FileUse:
     operands: Operands = "read"
-    """read: every operand is read; write: written (created, changed, deleted); none: not
-    files; to-last: sources read, the last operand written (cp, install, ln); in-out: the
+    """read: every operand is read; write: written (created, changed, deleted); edit: read
+    and written (editors, compressors: `ed -s F <<< ,p` prints F, `gzip -c F` holds it); none:
+    not files; to-last: sources read, the last operand written (cp, install, ln); in-out: the
     first read, the second written (uniq, xxd); pattern-then-read: the first operand is a
     pattern unless -e/-f gives it (grep); script-then-read: the first is a program text
     (awk, sed, jq); value-then-write: the first is a mode, an owner or an expression and
@@ -59,9 +60,9 @@ READERS = ("cat tac head tail less more most nl wc base64 base32 basenc od hexdu
            "diff diff3 sdiff cmp comm join paste fold fmt pr expand unexpand rev shuf column "
            "iconv zcat zless zmore bzcat xzcat zstdcat lzcat view vimdiff bat batcat")
 """Shells, `source` and interpreters are not here: the scanner records the script they read."""
-_WRITERS = ("rm unlink rmdir shred touch truncate chmod chown chgrp mkdir mkfifo mknod tee "
-            "vi vim nvim nano emacs ed ex gzip gunzip bzip2 bunzip2 xz unxz zstd unzstd lz4 "
-            "sponge")
+_WRITERS = "rm unlink rmdir shred touch truncate chmod chown chgrp mkdir mkfifo mknod tee sponge"
+_EDITORS = ("vi vim nvim nano emacs ed ex gzip gunzip bzip2 bunzip2 xz unxz zstd unzstd lz4 "
+            "lzma unlzma brotli")
 
 BUILTINS = ("read mapfile readarray let getopts hash ulimit umask shift break continue "
             "return exit builtin exec trap eval bg fg disown suspend times caller complete "
@@ -70,6 +71,7 @@ BUILTINS = ("read mapfile readarray let getopts hash ulimit umask shift break co
 FILE_USES: dict[str, FileUse] = {
     **{name: _u("read") for name in READERS.split()},
     **{name: _u("write") for name in _WRITERS.split()},
+    **{name: _u("edit") for name in _EDITORS.split()},
     "head": _u("read", values="-n --lines -c --bytes"),
     "tail": _u("read", values="-n --lines -c --bytes -s --sleep-interval --pid"),
     "sort": _u("read", writes="-o --output", values="-k --key -t --field-separator -S "
@@ -111,6 +113,9 @@ FILE_USES: dict[str, FileUse] = {
                 values="-e --rsh --rsync-path --exclude --include --filter -f --chmod "
                 "--chown --bwlimit --timeout -B --block-size"),
     "scp": _u("to-last", reads="-F -i", values="-P -o -c -l -J -S"),
+    "diff": _u("read", reads="--from-file --to-file", values="-C -U --context --unified "
+               "--label -L -x --exclude -X --exclude-from -I --ignore-matching-lines "
+               "--line-format --tabsize --width -W"),
     "dd": _u("none"),
     "tar": _u("archive", values="-b --blocking-factor -C --directory --exclude -T "
               "--files-from -X --exclude-from -I --use-compress-program --owner --group "
@@ -157,7 +162,8 @@ FILE_USES: dict[str, FileUse] = {
     "pwd": _u("none"), "id": _u("none"), "whoami": _u("none"), "uname": _u("none"),
     "hostname": _u("none"), "ps": _u("none"), "pgrep": _u("none"), "pkill": _u("none"),
     "seq": _u("none"), "yes": _u("none"), "expr": _u("none"), "wait": _u("none"),
-    "jobs": _u("none"), "history": _u("none"), "man": _u("none"), "help": _u("none"),
+    "jobs": _u("none"), "history": _u("read", values="-d -s -p"), "man": _u("none"),
+    "help": _u("none"),
     "npm": _u("none"), "npx": _u("none"), "pnpm": _u("none"), "yarn": _u("none"),
     "pip": _u("none"), "pip3": _u("none"), "uv": _u("none"), "cargo": _u("none"),
     "go": _u("none"), "docker": _u("none"), "kubectl": _u("none"), "helm": _u("none"),
@@ -199,6 +205,15 @@ FILE_USES: dict[str, FileUse] = {
     "whereis": _u("none"), "whatis": _u("none"), "apropos": _u("none"), "tldr": _u("none"),
     "info": _u("none"), "fg": _u("none"), "bg": _u("none"), "disown": _u("none"),
 }
+
+FILE_USES.update({
+    # python -m MODULE: the standard library's file tools, by what they do to their operands
+    **{f"python -m {m}": _u("read") for m in (
+        "py_compile", "compileall", "tokenize", "dis", "ast", "tabnanny", "pyclbr", "pydoc",
+        "pickletools", "filecmp", "mimetypes", "sysconfig", "site", "platform")},
+    "python -m json.tool": _u("in-out", values="--indent"),
+    "python -m base64": _u("read"),
+})
 
 GIT_PATH_SUBCOMMANDS: dict[str, Mode] = {
     "add": "read", "rm": "write", "mv": "write", "checkout": "write", "restore": "write",

@@ -24,6 +24,9 @@ def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | Non
         return _dd(words)
     if name == "git":
         return _git_trees(_git(words), words)
+    module = _python_module(name, words)
+    if module is not None:
+        return file_uses(f"python -m {module[0].text}", module) if module else None
     use = FILE_USES.get(name)
     if use is None:
         return None
@@ -31,13 +34,31 @@ def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | Non
     operands = argv.operands
     if use.globs:
         operands = [_pattern(w) for w in operands]
-    if name in ("ln", "cp") and _symbolic(words) and len(operands) > 1:
+    linking = name in ("ln", "cp") and _symbolic(words) and len(operands) > 1
+    if linking:
         operands = [*(_linked(w, operands[-1]) for w in operands[:-1]), operands[-1]]
     named = _operands(use, name, operands, argv.pattern_given, argv.in_place)
+    named += _moved_away(name, words, operands)
     found = [*argv.found, *named]
+    if linking:  # what a link reaches is written through it too (ln -s .github g; rm g/x)
+        found.extend(("write", w) for w in operands[:-1])
     if recursive(name, use, words):
         found.extend(trees(name, use, words, operands, named, argv.pattern_given))
     return found
+
+
+def _python_module(name: str, words: Sequence[Word]) -> list[Word] | None:
+    """`python -m MODULE ARGS`: [MODULE, *ARGS] as the module's own argv ([] for a module
+    the table does not know); None when the command is no `python -m`."""
+    if not name.startswith("python") or len(words) < 3:
+        return None
+    for i, word in enumerate(words[1:-1], start=1):
+        if word.text == "-m":
+            known = f"python -m {words[i + 1].text}" in FILE_USES
+            return list(words[i + 1:]) if known and not words[i + 1].dynamic else []
+        if not word.text.startswith("-") or word.text == "-c":
+            return None  # a script's or -c's arguments, not a module's
+    return None
 
 
 @dataclass
@@ -149,6 +170,8 @@ def _operands(use: FileUse, name: str, operands: list[Word], pattern_given: bool
         return []
     if kind in ("write", "value-then-write"):
         return [("write", w) for w in operands]
+    if kind == "edit":
+        return [("read", w) for w in operands] + [("write", w) for w in operands]
     if kind == "to-last":
         if len(operands) < 2:
             return [("write", w) for w in operands] if name in ("touch",) else []
@@ -166,6 +189,26 @@ def _operands(use: FileUse, name: str, operands: list[Word], pattern_given: bool
     if in_place:
         found += [("write", w) for w in operands]
     return found
+
+
+def _moved_away(name: str, words: Sequence[Word], operands: list[Word]
+                ) -> list[tuple[Mode, Word]]:
+    """Files a copy or a move takes away or reads that `to-last` does not tell: with
+    `-t DIR` every operand is a source (`mv -t /tmp ci.yml` removes ci.yml); `rsync
+    --remove-source-files` deletes its sources; `history -r|-n FILE` reads FILE into the
+    history, `-w|-a FILE` writes it."""
+    texts = [w.text for w in words[1:]]
+    if name == "history":
+        mode: Mode = "read" if {"-r", "-n"} & set(texts) else "write"
+        return [(mode, w) for w in operands] if {"-r", "-n", "-w", "-a"} & set(texts) else []
+    if name == "rsync" and "--remove-source-files" in texts:
+        return [("write", w) for w in operands[:-1]]
+    targeted = any(t in ("-t", "--target-directory") or t.startswith("--target-directory=")
+                   for t in texts)
+    if not targeted or name not in ("cp", "mv", "install", "ln") or not operands:
+        return []
+    moved: list[tuple[Mode, Word]] = [("write", w) for w in operands] if name == "mv" else []
+    return [("read", operands[-1]), *moved]  # `to-last` took the last for the destination
 
 
 def _inside(dest: Word, source: Word) -> Word:
@@ -215,6 +258,12 @@ def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
     after_dashdash = False
     for i, word in enumerate(words[1:], start=1):
         text = word.text
+        if sub == "config" and (text in ("-f", "--file") or text.startswith("--file=")):
+            value = text.partition("=")[2]
+            target = Word(value) if value else (words[i + 1] if i + 1 < len(words) else None)
+            if target is not None:  # read, and written by a setting
+                found += [("read", target), ("write", target)]
+            continue
         if text.startswith(("--output=", "-o")) and sub in ("diff", "log", "show",
                                                             "format-patch", "archive"):
             value = text.partition("=")[2] if text.startswith("--output=") else text[2:]
@@ -258,9 +307,36 @@ def _git_trees(found: list[tuple[Mode, Word]], words: Sequence[Word]
     if sub == "rm" and "--cached" not in texts and any(t in ("-r", "--recursive") or (
             t.startswith("-") and not t.startswith("--") and "r" in t[1:]) for t in texts):
         return found + [(mode, tree(w)) for mode, w in found if not w.dynamic]
+    if sub == "grep" and ("--no-index" in texts or "--untracked" in texts):
+        return found + [("read", tree(w)) for w in _git_grep_paths(words) if not w.dynamic]
     if sub == "clean" and not any(t in ("--dry-run", "-n") or (
             t.startswith("-") and not t.startswith("--") and "n" in t[1:]) for t in texts):
         after = texts[texts.index("clean") + 1:]
         paths = [w for w in words[len(words) - len(after):] if not w.text.startswith("-")]
         return found + [("write", tree(w)) for w in paths or [Word(".")] if not w.dynamic]
     return found
+
+
+_GIT_GREP_VALUES = frozenset(("-A", "-B", "-C", "-m", "-e", "-f", "--max-count", "--max-depth",
+                              "--threads", "--after-context", "--before-context", "--context"))
+
+
+def _git_grep_paths(words: Sequence[Word]) -> list[Word]:
+    """What `git grep --no-index|--untracked` searches, whole: its pathspecs (after the
+    pattern, unless -e/-f gives it), or the working directory."""
+    texts = [w.text for w in words]
+    start = texts.index("grep") + 1
+    operands: list[Word] = []
+    pattern_given = False
+    skip = False
+    for word in words[start:]:
+        if skip:
+            skip = False
+        elif word.text == "--" or not word.text.startswith("-"):
+            operands.append(word)
+        else:
+            skip = word.text in _GIT_GREP_VALUES
+            pattern_given = pattern_given or word.text in ("-e", "-f")
+    operands = [w for w in operands if w.text != "--"]
+    paths = operands if pattern_given else operands[1:]
+    return paths or [Word(".")]

@@ -1,10 +1,12 @@
 """What `echo` and `printf` print when every argument is literal: the only producers whose
-output a shell may be fed and still be analysed (`echo 'rm x' | sh`)."""
+output a shell may be fed and still be analysed (`echo 'rm x' | sh`). And the directories
+the substitutions agents `cd` into print (`cd "$(mktemp -d)"`)."""
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from gateway.policy.shell.words import Word, decode_ansi_c
 
@@ -70,3 +72,37 @@ def _printf(fmt: str, args: list[str]) -> str | None:
         if not remaining or used == 0:
             break
     return "".join(pieces)
+
+
+_MKTEMP_DIRECTORY = re.compile(
+    r"\$\(\s*mktemp((?:\s+(?:-d|--directory|-t|-q|--quiet|-p\s+[\w./-]+|--tmpdir=[\w./-]+"
+    r"|[\w.-]*XXX[\w.-]*))+)\s*\)")
+_TOP_LEVEL = re.compile(r"\$\(\s*git\s+rev-parse\s+--show-toplevel\s*\)")
+_PWD = re.compile(r"\$\(\s*pwd\s*\)|`\s*pwd\s*`")
+
+
+def produced_directories(text: str, cwds: Sequence[str],
+                         environment: Callable[[str], str | None]) -> list[str] | None:
+    """The directories a `cd` target that is one of these substitutions may name; None for
+    any other: `$(mktemp -d)` a new one under the temporary directory (empty: no file in it
+    is protected), `$(pwd)` where the command is, `$(git rev-parse --show-toplevel)` one of
+    the directories above it."""
+    if _PWD.fullmatch(text):
+        return list(cwds)
+    if _TOP_LEVEL.fullmatch(text):
+        found: list[str] = []
+        for cwd in cwds:
+            here = cwd
+            while True:
+                found.append(here)
+                parent = os.path.dirname(here)
+                if parent == here:
+                    break
+                here = parent
+        return found
+    made = _MKTEMP_DIRECTORY.fullmatch(text)
+    if made is None or not re.search(r"\s(-d|--directory)\b", made.group(1)):
+        return None
+    given = re.search(r"(?:-p\s+|--tmpdir=)([\w./-]+)", made.group(1))
+    base = given.group(1) if given else environment("TMPDIR") or "/tmp"
+    return [os.path.join(base, "tmp.XXXXXXXXXX")]

@@ -71,6 +71,7 @@ def scan(command: str, cwd: str = "", *, files: Files = DISK,
         if collecting:
             gc.enable()
     commands = tuple(walker.commands)
+    walker.settle_cwds()
     accesses = tuple(walker.expanded_accesses())
     cwds = tuple(dict.fromkeys(walker.cwds))
     options = options_set(((c.name, c.words) for c in commands), walker.variables.bound,

@@ -75,7 +75,8 @@ class ScriptReading(WalkState):
             writers = [c for k, c in enumerate(self.commands) if k != runner and k not in made
                        and c.name not in programs.WRITE_NOTHING]
             creators = {self.commands[k].text[:200] for k in made}
-            if writers or any(a.mode == "write" or (a.possible and a.command not in creators)
+            if writers or any((a.mode == "write" and not a.possible)
+                              or (a.possible and a.command not in creators)
                               for a in self.accesses):
                 return why
         return ""

@@ -14,14 +14,24 @@ from typing import Literal
 from tree_sitter import Node
 
 from gateway.policy.shell import programs
+from gateway.policy.shell.archives import EXTRACTORS
 from gateway.policy.shell.argv import normalize_name
+from gateway.policy.shell.equivalents import equivalent_commands
 from gateway.policy.shell.evaluation import EvalHazards
 from gateway.policy.shell.filecreation import CHANGES_ONLY, creates_unknown_names
 from gateway.policy.shell.files import Files, resolve
+from gateway.policy.shell.filetrees import tree
 from gateway.policy.shell.fileuse import file_uses
 from gateway.policy.shell.globs import alternatives, is_glob, is_pattern
-from gateway.policy.shell.producers import literal_output
-from gateway.policy.shell.scanned import Access, Feed, SimpleCommand, replace_access, replace_word
+from gateway.policy.shell.producers import literal_output, produced_directories
+from gateway.policy.shell.scanned import (
+    INHERITED,
+    Access,
+    Feed,
+    SimpleCommand,
+    replace_access,
+    replace_word,
+)
 from gateway.policy.shell.variables import Variables
 from gateway.policy.shell.words import Word
 from gateway.policy.shell.wrappers import EVALS, FOREIGN_SHELLS, SHELLS, TRAPS, WRAPPERS
@@ -56,6 +66,8 @@ class WalkState:
     """The node id of the command's own top level (bindings there run unconditionally)."""
     cwds: list[str] = field(default_factory=list)
     cwd_unknown: bool = False
+    cds_by_value: list[Word] = field(default_factory=list)
+    """`cd` targets that hold variables or substitutions (resolved by settle_cwds)."""
     unsafe_for_allow: str = ""
     speculating: int = 0
     """Inside a reading of an unknown program's arguments as a command it might run."""
@@ -156,6 +168,8 @@ class WalkState:
                 self.outputs[index] = found
         if not self.created and name not in RUNS_OTHERS:
             self.created = creates_unknown_names(name, words)
+        for argv in equivalent_commands(name, words):
+            self.emit(argv, (*via, name), 0, INHERITED)  # find d -delete is rm -r -f -- d
         return index
 
     def names_now(self, word: Word) -> list[str] | None:
@@ -188,17 +202,20 @@ class WalkState:
         if name in SCRIPT_RUNNERS:
             return  # their script is recorded where it is read
         words = brace_expanded(words)
+        if name in EXTRACTORS:
+            self.extracted(name, words, text)
         uses = file_uses(name, words)
         if uses is None:
-            # An unknown program: any argument may be a file it opens.
+            # An unknown program: any argument may be a file it opens, to read or to write
+            # (`cmake -E copy a .github/workflows/ci.yml`, `mount --bind a ci.yml`).
             for word in words[1:]:
-                if not word.text.startswith("-"):
-                    self.access("read", word, text, possible=True)
-                    continue
-                value = word.text.partition("=")[2]
-                if value and not value.startswith("-"):
-                    self.access("read", Word(value, word.dynamic, word.lead_dynamic,
-                                             word.globby), text, possible=True)
+                if word.text.startswith("-"):
+                    value = word.text.partition("=")[2]
+                    if not value or value.startswith("-"):
+                        continue
+                    word = Word(value, word.dynamic, word.lead_dynamic, word.globby)
+                self.access("read", word, text, possible=True)
+                self.access("write", word, text, possible=True, creates=False)
             return
         for mode, path in uses:
             self.access(mode, path, text, creates=name not in CHANGES_ONLY,
@@ -217,8 +234,60 @@ class WalkState:
         for target in targets:
             if target.dynamic or target.globby:
                 self.cwd_unknown = True
+                self.cds_by_value.append(target)
             else:
                 self.cwds.append(resolve(target.text, self.cwds[-1] if self.cwds else self.cwd))
+
+    def settle_cwds(self) -> None:
+        """`cd "$HOME"`, `cd "$d"`: directories known once the whole command is walked, by
+        every value the variables may hold (a later binding may run first, in a loop), or
+        from the environment the command inherits; `cd "$(mktemp -d)"` and the like by what
+        they print (producers.py). Any other stays unknown."""
+        if not self.cwd_unknown:
+            return
+        reached: list[str] = []
+        for target in self.cds_by_value:
+            produced = produced_directories(target.text, self.cwds, self.files.environment)
+            if produced is not None:
+                reached += produced
+                continue
+            values = self.variables.alternatives(target, self.files.environment, None)
+            if target.globby or any(v.dynamic or v.globby for v in values):
+                return
+            reached += [resolve(v.text, cwd) for v in values for cwd in self.cwds]
+        self.cwds.extend(reached)
+        self.cwd_unknown = False
+
+    def extracted(self, name: str, words: Sequence[Word], text: str) -> None:
+        """The members an extraction writes under its destination (archives.py)."""
+        from gateway.policy.shell.archives import extraction
+
+        found = extraction(name, list(words))
+        if found is None:
+            return
+        archive, destination = found.archive, found.destination
+        names = (None if archive is None or archive.dynamic or archive.globby
+                 else self.files.archive_members(archive.text, self.cwd or "/"))
+        own = len(self.commands) - 1
+        if names is None:
+            self.access("write", tree(destination), text, own=own)
+            return
+        for member in names:
+            if member.endswith("/") and not member.endswith("/**/"):
+                continue  # a directory entry: the directory, no file in it
+            whole = member.endswith("/**")
+            if found.strip:
+                parts = member.lstrip("/").split("/")
+                if len(parts) <= found.strip:
+                    if not whole:
+                        continue  # tar skips a member with no name left
+                    member = "**"
+                else:
+                    member = "/".join(parts[found.strip:])
+            name_in = member.lstrip("/").removesuffix("/**")
+            path = Word(f"{destination.text.rstrip('/')}/{name_in}",
+                        dynamic=destination.dynamic, lead_dynamic=destination.lead_dynamic)
+            self.access("write", tree(path) if whole else path, text, own=own)
 
     def settle(self, word: Word) -> Word:
         """A glob that expands, in every directory the command has reached so far, to no

@@ -1,0 +1,279 @@
+"""Reads and writes the hook alone must see, each shown by its outcome in a real bash.
+
+The platform policy without the OS sandbox (`Read(**/.env)`, `Edit(.github/workflows/**)`):
+every attack here is denied, and run in bash against the same project it prints the secret or
+changes the workflow, so the denial is about what the command does. Each family has benign
+forms beside it that are not denied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shutil
+import subprocess
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from gateway.policy import Policy, load_policy
+from gateway.policy.shell.scan import scan
+from tests.fixtures.precision import platform_policy
+from tests.policy.conftest import SECRET
+from tests.policy.test_shell_precision import _decide, _run
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory: pytest.TempPathFactory) -> Policy:
+    path = tmp_path_factory.mktemp("policy") / "org.yaml"
+    path.write_text(platform_policy(sandbox=False), encoding="utf-8")
+    return load_policy([str(path)])
+
+
+@pytest.fixture
+def workflows(project: Path) -> Path:
+    folder = project / ".github" / "workflows"
+    folder.mkdir(parents=True)
+    (folder / "ci.yml").write_text("on: push\n")
+    return folder
+
+
+def _digest(folder: Path) -> str:
+    found = hashlib.sha256()
+    for path in sorted(folder.parent.rglob("*")):
+        found.update(str(path).encode())
+        found.update(path.read_bytes() if path.is_file() and not path.is_symlink() else b"")
+    return found.hexdigest()
+
+
+_PROGRAMS = ("cmake", "ed", "xz", "bzip2", "unzip", "zip", "rsync", "git")
+
+
+def _changes(command: str, project: Path, home: Path, workflows: Path) -> bool:
+    for program in _PROGRAMS:
+        if f"{program} " in command and shutil.which(program) is None:
+            pytest.skip(f"{program} is not installed here: the outcome cannot be shown")
+    before = _digest(workflows)
+    _run(command, project, home)
+    return _digest(workflows) != before
+
+
+# -- tree-sitter-bash reads `$a/$b/c` as two words; bash reads one -------------------------
+def test_a_word_the_parser_splits_is_read_as_bash_reads_it() -> None:
+    found = scan("x=.github; y=workflows; cp a.txt $x/$y/ci.yml; echo $d/$f.txt", "/srv")
+    assert [c.name for c in found.commands] == ["cp", "echo"]
+    assert [w.text for w in found.commands[0].words] == ["cp", "a.txt", "$x/${y}/ci.yml"]
+    assert [w.text for w in found.commands[1].words] == ["echo", "$d/${f}.txt"]
+    assert not found.unparseable
+    assignment = scan("x=$a/$b/c", "/srv")
+    assert [c.name for c in assignment.commands] == []  # no command named `b/c`
+
+
+@pytest.mark.parametrize("command", [
+    "x=.github; y=workflows; cp a.txt $x/$y/ci.yml",
+    "x=.github; y=workflows; echo hi > $x/$y/ci.yml",
+    "d=.github; f=ci; echo hi > $d/workflows/$f.yml",
+    "x=.github; y=workflows; for f in $x/$y/ci.yml; do echo >> $f; done",
+])
+def test_writes_through_words_the_parser_splits_are_denied(
+        policy: Policy, project: Path, in_home: Path, workflows: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert _changes(command, project, in_home, workflows), command
+
+
+# -- editors and compressors read what they write ---------------------------------------------
+@pytest.mark.parametrize("command", [
+    "ed -s .env <<< ,p", "gzip -c .env | zcat", "bzip2 -c .env | bzcat", "xz -c .env | xzcat",
+])
+def test_editors_and_compressors_read_their_files(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+@pytest.mark.parametrize("command", ["gzip -c a.txt | zcat", "ed -s a.txt <<< ,p",
+                                     "xz -k src/main.py"])
+def test_editing_and_compressing_other_files_is_not_denied(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command
+
+
+# -- an unknown program's arguments may be files it writes -----------------------------------
+@pytest.mark.parametrize("command", [
+    "cmake -E copy a.txt .github/workflows/ci.yml", "cmake -E remove .github/workflows/ci.yml",
+    "python3 -m json.tool a.json .github/workflows/ci.yml",
+])
+def test_an_unknown_program_naming_a_protected_file_may_write_it(
+        policy: Policy, project: Path, in_home: Path, workflows: Path, command: str) -> None:
+    (project / "a.json").write_text("{}\n")
+    assert _decide(policy, command, project) == "deny", command
+    assert _changes(command, project, in_home, workflows), command
+
+
+@pytest.mark.parametrize("command", [
+    "cmake -E copy a.txt build/a.txt", "python3 -m py_compile src/main.py",
+    "python3 -m json.tool a.json", "for f in $(git ls-files '*.py'); do python -m py_compile "
+    "\"$f\"; done",
+])
+def test_unknown_programs_over_other_files_are_not_denied(
+        policy: Policy, project: Path, in_home: Path, workflows: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command
+
+
+# -- a symbolic link reaches what it points to, for writing too -------------------------------
+def test_a_link_made_to_a_protected_tree_is_a_write_of_it(
+        policy: Policy, project: Path, in_home: Path, workflows: Path) -> None:
+    command = "ln -s .github/workflows w; echo x > w/ci.yml"
+    assert _decide(policy, command, project) == "deny"
+    assert _changes(command, project, in_home, workflows)
+    assert _decide(policy, "ln -s src s; echo x > s/new.py", project) == "abstain"
+
+
+# -- git grep over files git does not track --------------------------------------------------
+@pytest.mark.parametrize("command", [
+    "git grep --no-index KEY", "git grep --no-index -C 1 KEY", "git grep --untracked -e KEY",
+])
+def test_git_grep_over_untracked_files_reads_the_tree(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    _run("git init -q .", project, in_home)
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+def test_git_grep_of_tracked_files_or_elsewhere_is_not_denied(
+        policy: Policy, project: Path, in_home: Path) -> None:
+    for command in ("git grep -n 'def main'", "git grep --no-index print src"):
+        assert _decide(policy, command, project) == "abstain", command
+
+
+# -- archives write their members --------------------------------------------------------------
+def _tar(path: Path, members: dict[str, bytes]) -> None:
+    with tarfile.open(path, "w") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+
+
+def _zip(path: Path, members: dict[str, bytes]) -> None:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+
+
+@pytest.mark.parametrize("command", [
+    "tar xf ../evil.tar", "unzip -o -q ../evil.zip", "tar -xf ../padded.tar --strip-components=1",
+    "tar -C .github/workflows -xf ../benign.tar", "unzip -o -q ../benign.zip -d .github/workflows",
+    "tar -C .github/workflows -xf <(tar -cf - a.txt)", "tar xf ../evil.tar --transform s/x/x/",
+])
+def test_extracting_over_a_protected_file_is_denied(
+        policy: Policy, project: Path, in_home: Path, workflows: Path, command: str) -> None:
+    evil = {".github/workflows/ci.yml": b"on: evil\n"}
+    _tar(project.parent / "evil.tar", evil)
+    _zip(project.parent / "evil.zip", evil)
+    _tar(project.parent / "padded.tar", {"pad/.github/workflows/ci.yml": b"on: evil\n"})
+    _tar(project.parent / "benign.tar", {"ci.yml": b"on: evil\n"})
+    _zip(project.parent / "benign.zip", {"ci.yml": b"on: evil\n"})
+    assert _decide(policy, command, project) == "deny", command
+    assert _changes(command, project, in_home, workflows), command
+
+
+@pytest.mark.parametrize("command", [
+    "tar xf ../benign.tar", "unzip -o -q ../benign.zip", "tar -xf ../benign.tar -C src",
+    "tar tf ../evil.tar", "unzip -l ../evil.zip", "tar xOf ../evil.tar",
+])
+def test_extracting_elsewhere_or_listing_is_not_denied(
+        policy: Policy, project: Path, in_home: Path, workflows: Path, command: str) -> None:
+    _tar(project.parent / "evil.tar", {".github/workflows/ci.yml": b"on: evil\n"})
+    _zip(project.parent / "evil.zip", {".github/workflows/ci.yml": b"on: evil\n"})
+    _tar(project.parent / "benign.tar", {"lib/util.py": b"x = 1\n"})
+    _zip(project.parent / "benign.zip", {"lib/util.py": b"x = 1\n"})
+    assert _decide(policy, command, project) == "abstain", command
+
+
+def test_the_bash_that_runs_the_attacks_is_bash() -> None:
+    """The outcomes above are bash's: the split word is one word to it."""
+    done = subprocess.run(["bash", "-c", "x=a; y=b; printf '%s\\n' $x/$y/c"],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout == "a/b/c\n"
+
+
+# -- cd to a directory a variable or a substitution names --------------------------------------
+@pytest.mark.parametrize("command", [
+    'cd "$HOME"; cat .s*/id*', "cd $HOME && cat .ssh/id_rsa", "d=~; cd $d && cat .ssh/id_rsa",
+    "d=src; for i in 1 2; do cd $d; cat id_rsa 2>/dev/null; d=~/.ssh; done",
+    'cd "$(echo ~)"; cat .ssh/id_rsa', 'cd "$(cd ~ && pwd)" && base64 .ssh/id_rsa | base64 -d',
+])
+def test_a_relative_path_after_cd_to_a_computed_directory_is_checked(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+@pytest.mark.parametrize("command", [
+    'cd "$HOME" && ls', "d=src; cd $d && cat main.py", 'cd "$(mktemp -d)" && touch x',
+])
+def test_cd_to_a_named_or_unrelated_directory_is_not_denied(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command
+
+
+# -- options that name files -----------------------------------------------------------------
+@pytest.mark.parametrize("command", [
+    "history -r .env; history", "git config -f .env --list", "git config --file=.env -l",
+    "diff --from-file=.env a.txt",
+])
+def test_files_options_name_are_read(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+@pytest.mark.parametrize("command", [
+    "mv -t /tmp .github/workflows/ci.yml", "cp -t src a.txt; mv --target-directory=src "
+    ".github/workflows/ci.yml",
+    "mkdir -p /tmp/rs && rsync --remove-source-files .github/workflows/ci.yml /tmp/rs/",
+])
+def test_files_a_copy_or_move_takes_away_are_written(
+        policy: Policy, project: Path, in_home: Path, workflows: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert _changes(command, project, in_home, workflows), command
+
+
+@pytest.mark.parametrize("command", [
+    "mv -t src a.txt", "history -w /tmp/h.txt", "git config -f src/app.cfg --list",
+    "diff --from-file=a.txt src/main.py", "rsync -a --remove-source-files src/ /tmp/src-copy/",
+])
+def test_the_same_options_over_other_files_are_not_denied(
+        policy: Policy, project: Path, in_home: Path, workflows: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command
+
+
+# -- commands that remove a tree as rm -r -f does --------------------------------------------
+@pytest.mark.parametrize("command", [
+    "find victim -delete", "find victim -mindepth 1 -delete", "cmake -E rm -rf victim",
+    "cmake -E remove_directory victim", "tar --remove-files -cf ../v.tar victim",
+    "zip -qrm ../v.zip victim",
+])
+def test_a_tree_removed_another_way_is_an_rm_r_f(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    victim = project / "victim"
+    victim.mkdir()
+    (victim / "f").write_text("v\n")
+    assert _decide(policy, command, project) == "deny", command
+    for program in _PROGRAMS:
+        if f"{program} " in command and shutil.which(program) is None:
+            pytest.skip(f"{program} is not installed here: the outcome cannot be shown")
+    _run(command, project, in_home)
+    assert not (victim / "f").exists(), command
+
+
+@pytest.mark.parametrize("command", [
+    "find . -name '*.pyc' -delete", "find build -type f -name '*.o' -delete",
+    "tar -cf ../v.tar src", "zip -qr ../v.zip src", "cmake -E remove a.txt",
+])
+def test_removing_a_selection_or_archiving_is_not_an_rm_r_f(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command
