@@ -382,7 +382,13 @@ def test_a_policy_without_the_key_is_decided_by_the_hook_alone(sandbox: Sandbox,
                 # what acts on a whole tree, brace expansion, $(< f), git's paths
                 "grep -r TOKEN .", "tar cf - . | tar xOf -", "echo \"$(<.env)\"",
                 "cp .env{,.bak} && cat .env.bak", "git diff --no-index /dev/null .env",
-                "chmod -R 000 .github", "mv .github gh2"]
+                "chmod -R 000 .github", "mv .github gh2",
+                # editors and compressors, cd by variable, split words, archives, -t, history
+                "gzip -c .env | zcat", "ed -s .env <<< ,p", 'cd "$HOME" && cat .ssh/id_test',
+                "x=.github; y=workflows; echo hi > $x/$y/ci.yml",
+                "tar -C .github/workflows -xf <(tar -cf - notes.txt)",
+                "mv -t /tmp .github/workflows/ci.yml", "history -r .env; history",
+                "cmake -E copy notes.txt .github/workflows/ci.yml", "find .github -delete"]
     server = scripted({"responses": [_bash(attempts, "n", "prompt"),
                                      {"when": "tool_result", "text": "done"}]})
     out = gateway_run(sandbox, "look", "--policy", str(project.policy),
