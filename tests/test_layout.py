@@ -9,6 +9,7 @@ one under TYPE_CHECKING) counts too.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,20 @@ def test_a_wrong_way_import_is_caught(tmp_path: Path) -> None:
     )
     assert {n.split(".")[1] for n in _imports(module) if n.startswith("gateway.")} == {
         "server", "policy", "cli"}
+
+
+def test_docs_layout_names_every_package_and_only_modules_that_exist() -> None:
+    """docs/layout.md's map: each package under gateway/ is in it, and each `name.py` it
+    names (with its package or a unique name) exists."""
+    text = (PACKAGE.parent / "docs" / "layout.md").read_text(encoding="utf-8")
+    block = text.split("```text", 1)[1].split("```", 1)[0]
+    packages = {p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("__init__.py")}
+    for init in sorted(packages):
+        name = init.rsplit("/", 2)[-2] if "/" in init else ""
+        if name:
+            assert f"{name}/" in block, f"docs/layout.md does not name gateway/{name}/"
+    modules = {p.name for p in PACKAGE.rglob("*.py")}
+    named = set(re.findall(r"\b([a-z_]+\.py)\b", block))
+    assert named, "docs/layout.md names no module"
+    missing = sorted(n for n in named if n not in modules)
+    assert not missing, f"docs/layout.md names modules that do not exist: {missing}"
