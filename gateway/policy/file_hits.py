@@ -6,6 +6,7 @@ uncertain, or in a sandboxed session left to the sandbox."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import TYPE_CHECKING
@@ -92,14 +93,7 @@ def file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
     families = path_families(layer)
     if not families:
         return
-
-    def unsure(rule: Rule, matched: str, why: str) -> None:
-        if held is not None and rule.decision == "deny":
-            held.append(hit(layer, rule, matched, "deny", f"{rule.reason or rule.text} "
-                            f"(left to the OS sandbox: {why})"))
-        else:
-            hits.append(uncertain(layer, rule, matched, why))
-
+    unsure = functools.partial(_unsure, layer, hits, held)
     seen: set[tuple[str, Word, bool]] = set()
     for access in bash.accesses:
         family = families.get(access.mode)
@@ -109,20 +103,13 @@ def file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
         rules, union = family
         seen.add(key)
         path = access.path
-        if path.dynamic and not path.pattern:
-            rule = _could_match(rules, path.text, call.cwd)
-            if rule is not None:
-                unsure(rule, access.command, f"it {access.mode}s a path computed at run time")
-            continue
         targets = None if path.dynamic else resolved.targets(path)
         names = targets.names if targets is not None else ()
-        if (bash.cwd_unknown and targets is not None and not path.text.startswith(("/", "~"))
-                and not _named(rules, names, call.cwd)):
-            # `cd "$(f)"; cat x`: x may be under any directory, a rule's own among them
-            rule = _could_match(rules, f"$PWD/{path.text}", call.cwd)
-            if rule is not None:
-                unsure(rule, access.command, f"it {access.mode}s a path relative to a "
-                       "directory only known when it runs")
+        run_time = _run_time_path(rules, path, names, bash.cwd_unknown and targets is not None,
+                                  call.cwd, access.mode)
+        if run_time is not None:
+            if run_time[0] is not None:
+                unsure(run_time[0], access.command, run_time[1])
             continue
         if (union is not None and targets is not None and targets.complete
                 and not union.matches(names, call.cwd)):
@@ -152,6 +139,31 @@ def file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
             else:
                 continue
             break
+
+
+def _unsure(layer: Layer, hits: list[Hit], held: list[Hit] | None, rule: Rule,
+            matched: str, why: str) -> None:
+    """A rule the hook cannot tell about: held for the OS sandbox (a sandboxed session's
+    deny), or an uncertain hit."""
+    if held is not None and rule.decision == "deny":
+        held.append(hit(layer, rule, matched, "deny", f"{rule.reason or rule.text} "
+                        f"(left to the OS sandbox: {why})"))
+    else:
+        hits.append(uncertain(layer, rule, matched, why))
+
+
+def _run_time_path(rules: list[Rule], path: Word, names: tuple[str, ...], cwd_unknown: bool,
+                   cwd: str, mode: str) -> tuple[Rule | None, str] | None:
+    """For a path only known when the command runs: (a rule it may match, or None; why).
+    None for a path the rules are checked against as it is named."""
+    if path.dynamic and not path.pattern:
+        return _could_match(rules, path.text, cwd), f"it {mode}s a path computed at run time"
+    if (cwd_unknown and not path.text.startswith(("/", "~"))
+            and not _named(rules, names, cwd)):
+        # `cd "$(f)"; cat x`: x may be under any directory, a rule's own among them
+        return (_could_match(rules, f"$PWD/{path.text}", cwd),
+                f"it {mode}s a path relative to a directory only known when it runs")
+    return None
 
 
 _EXPANSION = re.compile(r"\$\{[^}]*\}|\$\(.*\)|`[^`]*`|\$[A-Za-z_0-9@*#?$!-]+")
