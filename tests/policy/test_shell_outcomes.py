@@ -114,6 +114,7 @@ def test_an_unknown_program_naming_a_protected_file_may_write_it(
 
 @pytest.mark.parametrize("command", [
     "cmake -E copy a.txt build/a.txt", "python3 -m py_compile src/main.py",
+    "yamllint .github/workflows/ci.yml", "actionlint .github/workflows/ci.yml",
     "python3 -m json.tool a.json", "for f in $(git ls-files '*.py'); do python -m py_compile "
     "\"$f\"; done",
 ])
@@ -205,6 +206,7 @@ def test_the_bash_that_runs_the_attacks_is_bash() -> None:
     'cd "$HOME"; cat .s*/id*', "cd $HOME && cat .ssh/id_rsa", "d=~; cd $d && cat .ssh/id_rsa",
     "d=src; for i in 1 2; do cd $d; cat id_rsa 2>/dev/null; d=~/.ssh; done",
     'cd "$(echo ~)"; cat .ssh/id_rsa', 'cd "$(cd ~ && pwd)" && base64 .ssh/id_rsa | base64 -d',
+    'd=$(echo ~); cd "$d" && cat .ssh/id_rsa', "d=$(mktemp -d); d=~; cd $d && cat .ssh/id_rsa",
 ])
 def test_a_relative_path_after_cd_to_a_computed_directory_is_checked(
         policy: Policy, project: Path, in_home: Path, command: str) -> None:
@@ -214,6 +216,7 @@ def test_a_relative_path_after_cd_to_a_computed_directory_is_checked(
 
 @pytest.mark.parametrize("command", [
     'cd "$HOME" && ls', "d=src; cd $d && cat main.py", 'cd "$(mktemp -d)" && touch x',
+    'tmp=$(mktemp -d) && cd "$tmp" && touch x', 'cd "$(git rev-parse --show-toplevel)" && ls',
 ])
 def test_cd_to_a_named_or_unrelated_directory_is_not_denied(
         policy: Policy, project: Path, in_home: Path, command: str) -> None:
@@ -243,7 +246,7 @@ def test_files_a_copy_or_move_takes_away_are_written(
 
 
 @pytest.mark.parametrize("command", [
-    "mv -t src a.txt", "history -w /tmp/h.txt", "git config -f src/app.cfg --list",
+    "mv -t src a.txt", "mkdir -p build dist && mv -t dist build/*", "history -w /tmp/h.txt", "git config -f src/app.cfg --list",
     "diff --from-file=a.txt src/main.py", "rsync -a --remove-source-files src/ /tmp/src-copy/",
 ])
 def test_the_same_options_over_other_files_are_not_denied(

@@ -31,8 +31,7 @@ CHANGES_ONLY = frozenset({"rm", "rmdir", "unlink", "shred", "chmod", "chown", "c
 _UNRECORDED_OPTIONS: dict[str, tuple[str, ...]] = {
     # recursive copies create the source's names (a symbolic link's target is read as
     # everything under it: see fileuse._linked)
-    "cp": ("-r", "-R", "-a", "--recursive", "--archive", "-t", "--target-directory"),
-    "mv": ("-t", "--target-directory"),
+    "cp": ("-r", "-R", "-a", "--recursive", "--archive"),
     "gzip": ("-r", "--recursive"), "gunzip": ("-r", "--recursive"),
 }
 _GIT_READS = ("status diff log show blame grep ls-files ls-tree rev-parse rev-list cat-file "

@@ -60,6 +60,11 @@ READERS = ("cat tac head tail less more most nl wc base64 base32 basenc od hexdu
            "diff diff3 sdiff cmp comm join paste fold fmt pr expand unexpand rev shuf column "
            "iconv zcat zless zmore bzcat xzcat zstdcat lzcat view vimdiff bat batcat")
 """Shells, `source` and interpreters are not here: the scanner records the script they read."""
+_CHECKERS = ("yamllint actionlint shellcheck hadolint kubeval kubeconform cspell vale "
+             "editorconfig-checker")
+"""Linters that read the files they are given and have no mode that changes them (those with
+one, `markdownlint --fix`, `ansible-lint --fix`, `codespell -w`, stay unknown programs,
+whose arguments may be written)."""
 _WRITERS = "rm unlink rmdir shred touch truncate chmod chown chgrp mkdir mkfifo mknod tee sponge"
 _EDITORS = ("vi vim nvim nano emacs ed ex gzip gunzip bzip2 bunzip2 xz unxz zstd unzstd lz4 "
             "lzma unlzma brotli")
@@ -72,6 +77,7 @@ FILE_USES: dict[str, FileUse] = {
     **{name: _u("read") for name in READERS.split()},
     **{name: _u("write") for name in _WRITERS.split()},
     **{name: _u("edit") for name in _EDITORS.split()},
+    **{name: _u("read") for name in _CHECKERS.split()},
     "head": _u("read", values="-n --lines -c --bytes"),
     "tail": _u("read", values="-n --lines -c --bytes -s --sleep-interval --pid"),
     "sort": _u("read", writes="-o --output", values="-k --key -t --field-separator -S "

@@ -203,12 +203,25 @@ def _moved_away(name: str, words: Sequence[Word], operands: list[Word]
         return [(mode, w) for w in operands] if {"-r", "-n", "-w", "-a"} & set(texts) else []
     if name == "rsync" and "--remove-source-files" in texts:
         return [("write", w) for w in operands[:-1]]
-    targeted = any(t in ("-t", "--target-directory") or t.startswith("--target-directory=")
-                   for t in texts)
-    if not targeted or name not in ("cp", "mv", "install", "ln") or not operands:
+    target = _target_directory(words)
+    if target is None or name not in ("cp", "mv", "install", "ln") or not operands:
         return []
     moved: list[tuple[Mode, Word]] = [("write", w) for w in operands] if name == "mv" else []
-    return [("read", operands[-1]), *moved]  # `to-last` took the last for the destination
+    landed: list[tuple[Mode, Word]] = [("write", _inside(target, w)) for w in operands]
+    return [("read", operands[-1]), *moved, *landed]  # `to-last` took the last for the dest
+
+
+def _target_directory(words: Sequence[Word]) -> Word | None:
+    """The directory `-t DIR` / `--target-directory=DIR` names (cp, mv, install, ln)."""
+    for i, word in enumerate(words[1:], start=1):
+        text = word.text
+        if text in ("-t", "--target-directory"):
+            return words[i + 1] if i + 1 < len(words) else None
+        if text.startswith("--target-directory="):
+            return Word(text.partition("=")[2], dynamic=word.dynamic)
+        if text.startswith("-t") and len(text) > 2:
+            return Word(text[2:], dynamic=word.dynamic)
+    return None
 
 
 def _inside(dest: Word, source: Word) -> Word:

@@ -6,6 +6,7 @@ programruns.py, dispatch.py); its two recursive steps are declared here."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ from gateway.policy.shell.scanned import (
 from gateway.policy.shell.variables import Variables
 from gateway.policy.shell.words import Word
 from gateway.policy.shell.wrappers import EVALS, FOREIGN_SHELLS, SHELLS, TRAPS, WRAPPERS
+
+_REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
 
 class OverBudget(Exception):
@@ -247,16 +250,34 @@ class WalkState:
             return
         reached: list[str] = []
         for target in self.cds_by_value:
-            produced = produced_directories(target.text, self.cwds, self.files.environment)
-            if produced is not None:
-                reached += produced
-                continue
-            values = self.variables.alternatives(target, self.files.environment, None)
-            if target.globby or any(v.dynamic or v.globby for v in values):
+            found = self._cd_values(target)
+            if found is None:
                 return
-            reached += [resolve(v.text, cwd) for v in values for cwd in self.cwds]
+            reached += found
         self.cwds.extend(reached)
         self.cwd_unknown = False
+
+    def _cd_values(self, target: Word) -> list[str] | None:
+        environment = self.files.environment
+        produced = produced_directories(target.text, self.cwds, environment)
+        if produced is not None:
+            return produced
+        named = _REFERENCE.fullmatch(target.text)
+        name = named.group(1) if named is not None else ""
+        if name in self.variables.bound and name not in self.variables.inherited:
+            # tmp=$(mktemp -d); cd "$tmp": each value the name is given
+            out: list[str] = []
+            for value in self.variables.bound[name]:
+                found = (produced_directories(value.text, self.cwds, environment)
+                         if value.dynamic else [resolve(value.text, c) for c in self.cwds])
+                if found is None or value.globby:
+                    return None
+                out += found
+            return out
+        values = self.variables.alternatives(target, environment, None)
+        if target.globby or any(v.dynamic or v.globby for v in values):
+            return None
+        return [resolve(v.text, cwd) for v in values for cwd in self.cwds]
 
     def extracted(self, name: str, words: Sequence[Word], text: str) -> None:
         """The members an extraction writes under its destination (archives.py)."""
