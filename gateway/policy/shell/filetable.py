@@ -61,10 +61,11 @@ READERS = ("cat tac head tail less more most nl wc base64 base32 basenc od hexdu
            "iconv zcat zless zmore bzcat xzcat zstdcat lzcat view vimdiff bat batcat")
 """Shells, `source` and interpreters are not here: the scanner records the script they read."""
 _CHECKERS = ("yamllint actionlint shellcheck hadolint kubeval kubeconform cspell vale "
-             "editorconfig-checker")
-"""Linters that read the files they are given and have no mode that changes them (those with
-one, `markdownlint --fix`, `ansible-lint --fix`, `codespell -w`, stay unknown programs,
-whose arguments may be written)."""
+             "editorconfig-checker act code subl xdg-open")
+"""Programs that read the files they are given and have no mode that changes them: linters,
+`act` (runs workflows), and the commands that open a file in a desktop editor, where the
+agent does not type. Those with such a mode (`markdownlint --fix`, `pre-commit`, `codespell
+-w`) stay unknown programs, whose arguments may be written."""
 _WRITERS = "rm unlink rmdir shred touch truncate chmod chown chgrp mkdir mkfifo mknod tee sponge"
 _EDITORS = ("vi vim nvim nano emacs ed ex gzip gunzip bzip2 bunzip2 xz unxz zstd unzstd lz4 "
             "lzma unlzma brotli")
