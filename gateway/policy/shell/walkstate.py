@@ -306,8 +306,10 @@ class WalkState:
                 else:
                     member = "/".join(parts[found.strip:])
             name_in = member.lstrip("/").removesuffix("/**")
-            path = Word(f"{destination.text.rstrip('/')}/{name_in}",
-                        dynamic=destination.dynamic, lead_dynamic=destination.lead_dynamic)
+            base = "" if found.absolute and member.startswith("/") else destination.text
+            path = Word(f"{base.rstrip('/')}/{name_in}",
+                        dynamic=destination.dynamic and not found.absolute,
+                        lead_dynamic=destination.lead_dynamic and not found.absolute)
             self.access("write", tree(path) if whole else path, text, own=own)
 
     def settle(self, word: Word) -> Word:
