@@ -168,6 +168,7 @@ def _zip(path: Path, members: dict[str, bytes]) -> None:
     "tar xf ../evil.tar", "unzip -o -q ../evil.zip", "tar -xf ../padded.tar --strip-components=1",
     "tar -C .github/workflows -xf ../benign.tar", "unzip -o -q ../benign.zip -d .github/workflows",
     "tar -C .github/workflows -xf <(tar -cf - a.txt)", "tar xf ../evil.tar --transform s/x/x/",
+    "tar xfC ../benign.tar .github/workflows",
 ])
 def test_extracting_over_a_protected_file_is_denied(
         policy: Policy, project: Path, in_home: Path, workflows: Path, command: str) -> None:

@@ -52,6 +52,10 @@ def extraction(name: str, words: list[Word]) -> Extraction | None:
     return _seven_zip(args)
 
 
+_TAKES_VALUE = "fCTXbLKNVgHI"
+"""tar's short options that take a value (a file, a directory, a number, a program)."""
+
+
 def _tar(args: list[Word]) -> Extraction | None:
     extracting = False
     to_stdout = False
@@ -85,21 +89,26 @@ def _tar(args: list[Word]) -> Extraction | None:
                                             else (archive, word))
             continue
         if text.startswith("-") or i == 1:  # the first word may be a bundle without its dash
+            old_style = not text.startswith("-")
             letters = text.lstrip("-")
             for k, letter in enumerate(letters):
                 extracting |= letter == "x"
                 to_stdout |= letter == "O"
                 renamed |= letter == "s"  # bsdtar -s: a substitution on member names
                 absolute |= letter == "P"
-                if letter in "fC":
-                    rest = letters[k + 1:]
-                    word = Word(rest, dynamic=args[i - 1].dynamic) if rest and (
-                        text.startswith("-")) else following
-                    if not (rest and text.startswith("-")):
-                        i += 1
-                    if word is not None:
-                        archive, destination = ((word, destination) if letter == "f"
-                                                else (archive, word))
+                if letter not in _TAKES_VALUE:
+                    continue
+                rest = letters[k + 1:]
+                if old_style or not rest:
+                    # `tar xfC a.tar dir`: each letter takes the next word, in order
+                    word = args[i] if i < len(args) else None
+                    i += 1
+                else:
+                    word = Word(rest, dynamic=args[i - 1].dynamic)  # -fa.tar
+                if word is not None and letter in "fC":
+                    archive, destination = ((word, destination) if letter == "f"
+                                            else (archive, word))
+                if not old_style:
                     break
     if not extracting or to_stdout:
         return None
