@@ -208,6 +208,8 @@ def test_the_bash_that_runs_the_attacks_is_bash() -> None:
     "d=src; for i in 1 2; do cd $d; cat id_rsa 2>/dev/null; d=~/.ssh; done",
     'cd "$(echo ~)"; cat .ssh/id_rsa', 'cd "$(cd ~ && pwd)" && base64 .ssh/id_rsa | base64 -d',
     'd=$(echo ~); cd "$d" && cat .ssh/id_rsa', "d=$(mktemp -d); d=~; cd $d && cat .ssh/id_rsa",
+    'export TMPDIR=~/.ssh; cd "$(mktemp -d)" && cat ../id_rsa',
+    "TMPDIR=~/.ssh; export TMPDIR; d=$(mktemp -d); cd $d && cat ../id_rsa",
 ])
 def test_a_relative_path_after_cd_to_a_computed_directory_is_checked(
         policy: Policy, project: Path, in_home: Path, command: str) -> None:

@@ -82,14 +82,17 @@ _PWD = re.compile(r"\$\(\s*pwd\s*\)|`\s*pwd\s*`")
 
 
 def produced_directories(text: str, cwds: Sequence[str],
-                         environment: Callable[[str], str | None]) -> list[str] | None:
+                         values: Callable[[str], list[str] | None]) -> list[str] | None:
     """The directories a `cd` target that is one of these substitutions may name; None for
     any other: `$(mktemp -d)` a new one under the temporary directory (empty: no file in it
     is protected), `$(pwd)` where the command is, `$(git rev-parse --show-toplevel)` one of
-    the directories above it."""
+    the directories above it. `values(NAME)`: what a variable may hold when it runs (the
+    command's own bindings and the environment; [] unset, None unknown)."""
     if _PWD.fullmatch(text):
         return list(cwds)
     if _TOP_LEVEL.fullmatch(text):
+        if values("GIT_DIR") != [] or values("GIT_WORK_TREE") != []:
+            return None  # the work tree is where they say
         found: list[str] = []
         for cwd in cwds:
             here = cwd
@@ -104,5 +107,7 @@ def produced_directories(text: str, cwds: Sequence[str],
     if made is None or not re.search(r"\s(-d|--directory)\b", made.group(1)):
         return None
     given = re.search(r"(?:-p\s+|--tmpdir=)([\w./-]+)", made.group(1))
-    base = given.group(1) if given else environment("TMPDIR") or "/tmp"
-    return [os.path.join(base, "tmp.XXXXXXXXXX")]
+    bases = [given.group(1)] if given else values("TMPDIR")
+    if bases is None:
+        return None
+    return [os.path.join(base or "/tmp", "tmp.XXXXXXXXXX") for base in bases or [""]]

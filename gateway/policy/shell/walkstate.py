@@ -257,19 +257,34 @@ class WalkState:
         self.cwds.extend(reached)
         self.cwd_unknown = False
 
+    def _variable(self, name: str) -> list[str] | None:
+        """What `$name` may hold when the command runs: its bindings in the command and the
+        environment ([] unset, None unknown)."""
+        bound = self.variables.bound.get(name, [])
+        if any(v.dynamic or v.globby for v in bound):
+            return None
+        found = [v.text for v in bound]
+        if name in self.variables.inherited or not bound:
+            inherited = self.files.environment(name)
+            found += [inherited] if inherited is not None else []
+        return found
+
     def _cd_values(self, target: Word) -> list[str] | None:
         environment = self.files.environment
-        produced = produced_directories(target.text, self.cwds, environment)
+        produced = produced_directories(target.text, self.cwds, self._variable)
         if produced is not None:
-            return produced
+            return [resolve(d, self.cwd or "/") for d in produced]  # TMPDIR=~/x, relative
         named = _REFERENCE.fullmatch(target.text)
         name = named.group(1) if named is not None else ""
         if name in self.variables.bound and name not in self.variables.inherited:
             # tmp=$(mktemp -d); cd "$tmp": each value the name is given
             out: list[str] = []
             for value in self.variables.bound[name]:
-                found = (produced_directories(value.text, self.cwds, environment)
-                         if value.dynamic else [resolve(value.text, c) for c in self.cwds])
+                produced = (produced_directories(value.text, self.cwds, self._variable)
+                            if value.dynamic else None)
+                found = ([resolve(d, self.cwd or "/") for d in produced] if produced is not None
+                         else None if value.dynamic
+                         else [resolve(value.text, c) for c in self.cwds])
                 if found is None or value.globby:
                     return None
                 out += found
