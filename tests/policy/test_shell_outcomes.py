@@ -249,7 +249,8 @@ def test_files_a_copy_or_move_takes_away_are_written(
 
 
 @pytest.mark.parametrize("command", [
-    "mv -t src a.txt", "mkdir -p build dist && mv -t dist build/*", "history -w /tmp/h.txt", "git config -f src/app.cfg --list",
+    "mv -t src a.txt", "mkdir -p build dist && mv -t dist build/*",
+    "history -w /tmp/h.txt", "git config -f src/app.cfg --list",
     "diff --from-file=a.txt src/main.py", "rsync -a --remove-source-files src/ /tmp/src-copy/",
 ])
 def test_the_same_options_over_other_files_are_not_denied(
