@@ -5,6 +5,7 @@ Before, the run's Grep printed `.env`'s secret into the conversation."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -45,3 +46,30 @@ def test_a_search_over_the_tree_leaves_the_denied_files_out(
     assert SECRET not in transcript
     if "glob" not in search and search.get("path") != str(sandbox.home):
         assert "KEY=public" in transcript  # and found what it may
+
+
+def test_a_read_the_floor_denies_is_refused_by_claude_code_before_the_hook(
+        sandbox: Sandbox, scripted: Any) -> None:
+    """The floor's cost: Claude Code refuses a Read of a path its own deny rules name before
+    any hook runs, so the refusal is in its transcript, not in the gateway's audit log (a
+    Bash call still reaches the hook first and is recorded)."""
+    (sandbox.cwd / ".env").write_text(f"KEY={SECRET}\n")
+    scripted({"responses": [
+        {"when": "prompt", "text": "ok", "tool_use": [
+            {"name": "Read", "input": {"file_path": str(sandbox.cwd / ".env")}}]},
+        {"when": "tool_result", "text": "ok", "tool_use": [
+            {"name": "Bash", "input": {"command": "cat .env"}}]},
+        {"when": "tool_result", "text": "done"},
+    ]})
+    policy = sandbox.cwd.parent / "policy.yaml"
+    policy.write_text(POLICY)
+    out = gateway_run(sandbox, "look", "--policy", str(policy), "--allowed-tools", "Read,Bash")
+    assert out.results, out.stderr[-2000:]
+    read, bash = out.tool_results()
+    assert read["is_error"] and "denied by your permission settings" in read["content"]
+    assert bash["is_error"] and "Read(**/.env)" in bash["content"]
+    transcript = "".join(p.read_text() for p in sandbox.projects_root.rglob("*.jsonl"))
+    assert SECRET not in transcript
+    records = [json.loads(line) for line in
+               (sandbox.gateway_home / "audit.jsonl").read_text().splitlines()]
+    assert [(r.get("tool"), r.get("decision")) for r in records] == [("Bash", "deny")]
