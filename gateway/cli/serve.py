@@ -230,9 +230,10 @@ def _tracer(
 ) -> ServerTracer:
     """The proxy's and the hooks' spans, to the exporter the OTEL_* variables name; a
     session's trace state shared through Redis when the replicas share one."""
-    from gateway.server.trace_state import MemoryTraceState, RedisTraceState
+    from gateway.server.trace_state import RedisTraceState
     from gateway.server.tracing import ServerTracer
     from gateway.telemetry import ContentPolicy
+    from gateway.telemetry.fact_state import MemoryTraceState
 
     return ServerTracer(
         sink,

@@ -1,15 +1,14 @@
 """Server-mode tracing: hook events and proxied exchanges -> the facts of the session's trace,
-handed to the one tree builder (gateway/telemetry/tree.py) that `run` uses too. The root
-closes at SessionEnd or by the idle timeout; chats come from the proxy's SSE tap, tools from
-PreToolUse (start, decision) to PostToolUse (end), subagents from SubagentStart to SubagentStop
-(their responses carry x-claude-code-agent-id), compactions from PreCompact to PostCompact.
+handed to the fact layer `run` feeds too (gateway/telemetry/facts.py), which makes each span
+once its facts are complete. The root closes at SessionEnd or by the idle timeout; chats come
+from the proxy's SSE tap, tools from PreToolUse (start, decision) to PostToolUse (end),
+subagents from SubagentStart to SubagentStop (their responses carry x-claude-code-agent-id),
+compactions from PreCompact to PostCompact.
 
 Ids come from the session, message, tool_use and agent ids, so every replica names every
-span the same way. What links them is kept in a `TraceState` (trace_state.py): which
-response asked for a tool, when a tool started and ended, which Task/Agent call started a
-subagent, the session's running totals. With Redis every replica sees all of it; in memory,
-one replica does. This module translates the events into those facts; session_spans.py
-makes each span once its facts are complete.
+span the same way. The facts are kept in a `TraceState`: with Redis every replica sees all of
+them; in memory, one replica does. The root is this module's: what it says comes from hook
+events only `serve` sees (Stop, StopFailure, SessionEnd).
 
 Events are queued and handled by one worker thread (trace_worker.py), in order: nothing here
 runs on the event loop (a Redis round trip, a request body parsed for content capture).
@@ -26,23 +25,22 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gateway.server.proxy import CAPTURED_REQUEST_MAX, ProxiedExchange
-from gateway.server.session_spans import SessionSpans, span_ref
-from gateway.server.trace_state import (
-    MemoryTraceState,
-    TraceState,
-    decision_json,
-    load_json,
-    slim_post_tool_use,
-)
 from gateway.server.trace_worker import TraceWorker
 from gateway.telemetry import attributes as A
 from gateway.telemetry import messages as M
 from gateway.telemetry.chat import ChatInput, ChatRequestMeta
 from gateway.telemetry.content import ContentPolicy
+from gateway.telemetry.fact_state import (
+    MemoryTraceState,
+    TraceState,
+    load_json,
+    slim_post_tool_use,
+)
+from gateway.telemetry.facts import TraceFacts
 from gateway.telemetry.ids import DeterministicIds, session_root
-from gateway.telemetry.model import AttributeValue, SpanSpec
+from gateway.telemetry.model import AttributeValue, SpanSpec, SpanStatus
 from gateway.telemetry.pricing import PriceTable
-from gateway.telemetry.tree import TURN, Tree
+from gateway.telemetry.tree import INCOMPLETE_ERROR, TURN, Tree
 from gateway.types import Decision
 
 log = logging.getLogger("gateway.server.tracing")
@@ -52,6 +50,8 @@ DEFAULT_IDLE_TIMEOUT_S = 1800.0
 MAX_PARSED_BODY = CAPTURED_REQUEST_MAX
 """Request bodies parsed for content capture at most (larger: no input messages)."""
 SUBAGENT_TOOLS = ("Agent", "Task")
+STOP_FAILURE = "stop_failure"
+"""error.type of a root whose last prompt ended with StopFailure (an API error)."""
 
 
 class SpanExport(Protocol):
@@ -81,7 +81,7 @@ class ServerTracer:
         self._state = state or MemoryTraceState()
         self.idle_timeout_s = idle_timeout_s
         self._worker = TraceWorker(self._sweep, self._sweep_every)
-        self._spans = SessionSpans(
+        self._facts = TraceFacts(
             self._state, self._content, tree=self._tree, export=self._export, retry=self._retry
         )
 
@@ -191,15 +191,16 @@ class ServerTracer:
             retry_count=ex.retry_count,
             ttft_ns=ttft - ex.started_ns if ttft else None,
         )
-        compaction = None if ex.agent_id else load_json(state.get(session, "compaction"))
+        facts = self._facts
+        compaction = None if ex.agent_id else facts.open_compaction(session)
         sent = self._sent(ex) if self._content.capture else None
         if sent is not None:
-            self._spans.results_arrived(session, sent.messages)
-        parent = self._spans.context_ref(session, ex.agent_id)
+            facts.results_arrived(session, sent.messages)
+        parent = facts.context_span(session, ex.agent_id)
         if compaction is not None:
-            parent = span_ref(session, "compaction", str(compaction["n"]))
+            parent = compaction
         elif message_id and acc.saw_start:
-            parent = span_ref(session, TURN, message_id)
+            parent = facts.span_id(session, TURN, message_id)
         extra: dict[str, AttributeValue] = {}
         if ex.agent_id:
             extra[A.AGENT_ID] = ex.agent_id
@@ -208,9 +209,9 @@ class ServerTracer:
                 extra[A.PARENT_TOOL_USE_ID] = tool_use_id
         if ex.error:
             extra[A.CHAT_ERROR_MESSAGE] = ex.error
-        chat_id = span_ref(session, "chat", message_id or f"request:{ex.started_ns}").span_id
+        chat_id = facts.span_id(session, "chat", message_id or f"request:{ex.started_ns}")
         spec, cost = self._tree(session).chat(
-            acc, meta, span_id=chat_id, parent_span_id=parent.span_id, sent=sent, extra=extra
+            acc, meta, span_id=chat_id, parent_span_id=parent, sent=sent, extra=extra
         )
         self._export(spec)
         if cost is not None:
@@ -219,7 +220,7 @@ class ServerTracer:
             state.add(session, "unpriced", 1)
         if compaction is not None or not message_id or not acc.saw_start:
             return
-        self._spans.response_ended(session, ex.agent_id, ex.request_model, acc, meta, cost)
+        facts.response_ended(session, ex.agent_id, ex.request_model, acc, meta, cost)
 
     def _sent(self, ex: ProxiedExchange) -> ChatInput | None:
         """What the request sent, parsed from its body (content capture only, bounded)."""
@@ -244,19 +245,13 @@ class ServerTracer:
         tool_use_id = str(body.get("tool_use_id") or "")
         if not session or not tool_use_id:
             return
-        self._state.set(
-            session,
-            {
-                f"tool-start:{tool_use_id}": str(at_ns),
-                f"tool:{tool_use_id}": json.dumps(
-                    {"name": str(body.get("tool_name") or ""), "agent": body.get("agent_id") or "",
-                     "input": body.get("tool_input") if self._content.capture else None}
-                ),
-                f"tool-decision:{tool_use_id}": decision_json(decision),
-            },
+        self._facts.tool_started(
+            session, tool_use_id, name=str(body.get("tool_name") or ""),
+            agent_id=str(body.get("agent_id") or ""), tool_input=body.get("tool_input"),
+            at_ns=at_ns, decision=decision,
         )
         if decision.kind == "deny":  # no PostToolUse follows
-            self._spans.end_tool(session, body, decision, failed=False, end_ns=at_ns, attempt=0)
+            self._facts.end_tool(session, body, decision, failed=False, end_ns=at_ns)
 
     def _tool_end(
         self, body: dict[str, Any], decision: Decision | None, failed: bool, at_ns: int
@@ -268,7 +263,7 @@ class ServerTracer:
         response = body.get("tool_response")
         agent_id = response.get("agentId") if isinstance(response, Mapping) else None
         if str(body.get("tool_name") or "") in SUBAGENT_TOOLS and isinstance(agent_id, str):
-            self._state.set(session, {f"agent-tool:{agent_id}": tool_use_id})
+            self._facts.agent_called_by(session, agent_id, tool_use_id)
             if isinstance(response, Mapping) and response.get("isAsync"):
                 # The call only launched the subagent: it ends when the subagent stops.
                 self._state.set(
@@ -277,26 +272,35 @@ class ServerTracer:
                         {"body": slim_post_tool_use(body), "failed": failed})},
                 )
                 if self._state.get(session, f"agent-end:{agent_id}") is not None:
-                    self._spans.finish_task(session, agent_id, at_ns)
+                    self._finish_task(session, agent_id, at_ns)
                 return
-            self._spans.emit_agent(session, agent_id, tool_use_id, at_ns)
-        self._spans.end_tool(session, body, decision, failed=failed, end_ns=at_ns, attempt=0)
+        self._facts.end_tool(session, body, decision, failed=failed, end_ns=at_ns)
+
+    def _finish_task(self, session: str, agent_id: str, at_ns: int) -> None:
+        """A background subagent stopped: its Task/Agent call ends (and its span with it)."""
+        tool_use_id = self._state.get(session, f"agent-tool:{agent_id}")
+        if not tool_use_id:
+            return  # a foreground subagent: its PostToolUse comes next and ends both
+        pending = load_json(self._state.get(session, f"task-pending:{tool_use_id}"))
+        if pending is None or not self._state.remove(session, f"task-pending:{tool_use_id}"):
+            return
+        self._facts.end_tool(session, pending["body"], None, failed=bool(pending["failed"]),
+                             end_ns=at_ns)
 
     # --- subagents ------------------------------------------------------------------------
     def _subagent_start(self, body: dict[str, Any], at_ns: int) -> None:
         session = self._session(body, at_ns)
         agent_id = str(body.get("agent_id") or "")
         if session and agent_id:
-            self._state.set_new(session, f"agent-start:{agent_id}", str(at_ns))
-            self._state.set(session, {f"agent-type:{agent_id}": str(body.get("agent_type") or "")})
+            self._facts.agent_started(session, agent_id, str(body.get("agent_type") or ""), at_ns)
 
     def _subagent_stop(self, body: dict[str, Any], at_ns: int) -> None:
         session = self._session(body, at_ns)
         agent_id = str(body.get("agent_id") or "")
         if not session or self._state.get(session, f"agent-start:{agent_id}") is None:
             return  # not a subagent this gateway saw start (a compaction's, say)
-        self._state.set(session, {f"agent-end:{agent_id}": str(at_ns)})
-        self._spans.finish_task(session, agent_id, at_ns)
+        self._facts.agent_stopped(session, agent_id, at_ns)
+        self._finish_task(session, agent_id, at_ns)
 
     # --- compaction -----------------------------------------------------------------------
     def _pre_compact(
@@ -305,15 +309,14 @@ class ServerTracer:
         session = self._session(body, at_ns)
         if not session:
             return
-        n = int(self._state.add(session, "compactions", 1))
-        record = {"n": n, "start": start_ns, "trigger": str(body.get("trigger") or ""),
-                  "archive_id": archive_id, "archive_error": error}
-        self._state.set(session, {"compaction": json.dumps(record)})
+        self._facts.compaction_started(
+            session, start_ns, str(body.get("trigger") or ""), archive_id, error
+        )
 
     def _post_compact(self, body: dict[str, Any], at_ns: int) -> None:
         session = self._session(body, at_ns)
         if session:
-            self._spans.end_compaction(session, at_ns, result="success")
+            self._facts.end_compaction(session, at_ns, result="success")
 
     # --- the prompt loop and the root -----------------------------------------------------
     def _prompt(self, body: dict[str, Any], at_ns: int) -> None:
@@ -345,7 +348,7 @@ class ServerTracer:
     def _session_end(self, body: dict[str, Any], at_ns: int) -> None:
         session = self._session(body, at_ns)
         if session:
-            self._spans.close_root(session, at_ns, reason=str(body.get("reason") or ""))
+            self._close_root(session, at_ns, reason=str(body.get("reason") or ""))
 
     def _sweep(self) -> None:
         """Close the roots of sessions silent for the idle timeout (a killed `claude -p`
@@ -358,9 +361,62 @@ class ServerTracer:
             return
         for session in silent:
             try:
-                self._spans.close_root(session, now, idle=True)
+                self._close_root(session, now, idle=True)
             except Exception:
                 log.exception("closing an idle session's trace failed")
+
+    def _close_root(
+        self, session: str, at_ns: int, *, reason: str = "", idle: bool = False
+    ) -> None:
+        """The session ended (or went quiet): what is left open, then the root."""
+        state = self._state
+        state.forget_activity(session)
+        if not state.remove(session, "root-open"):
+            return  # closed already (by another replica, or by the idle timeout)
+        self._facts.close_leftovers(session, at_ns)
+        data = state.get_all(session)
+        status, attrs = root_outcome(data, reason=reason, idle=idle)
+        state.remove(session, "prompt-open")
+        state.remove(session, "failure")
+        stop = data.get("stop")
+        self._export(self._tree(session).root(
+            start_ns=int(data.get("start") or at_ns), end_ns=at_ns, model=data.get("model", ""),
+            prompt=data.get("prompt") or None, answer=data.get("answer") or None,
+            stop_reason=stop, status=status, attrs=attrs,
+        ))
+
+
+def root_outcome(
+    data: Mapping[str, str], *, reason: str, idle: bool
+) -> tuple[SpanStatus, dict[str, AttributeValue]]:
+    """The root's status and what the session's hook events said of its end."""
+    attrs: dict[str, AttributeValue] = {}
+    if reason:
+        attrs[A.SESSION_END_REASON] = reason
+    stop = data.get("stop")
+    if stop:
+        attrs[A.GEN_AI_RESPONSE_FINISH_REASONS] = (stop,)
+    attrs[A.COST_CHAT_SUM_USD] = float(data.get("cost") or 0.0)
+    attrs[A.COST_UNPRICED_CHATS] = int(float(data.get("unpriced") or 0))
+    status = SpanStatus("ok")
+    if data.get("failure"):
+        status = SpanStatus("error", data["failure"])
+        attrs[A.ERROR_TYPE] = STOP_FAILURE
+    elif "prompt-open" in data:
+        status = SpanStatus(
+            "error",
+            "the agent loop ended before finishing its turn (no Stop hook): max turns, "
+            "budget, or the process was stopped",
+        )
+        attrs[A.ERROR_TYPE] = INCOMPLETE_ERROR
+    attrs[A.RESULT_IS_ERROR] = status.code == "error"
+    if idle:
+        attrs[A.SESSION_IDLE_CLOSED] = True
+        attrs[A.INCOMPLETE] = True
+        if status.code == "ok":
+            status = SpanStatus()  # nothing failed that we know of; it just went quiet
+    return status, attrs
+
 
 def transcript_start_ns(path: str) -> int | None:
     """The first `timestamp` in a Claude Code transcript (JSONL), or None when unreadable."""

@@ -15,6 +15,7 @@ from rich.tree import Tree
 from gateway.telemetry import attributes as A
 from gateway.telemetry.model import SpanSpec
 from gateway.telemetry.spanfile import read_span_file, span_file_path
+from gateway.telemetry.tools import DECISION_UNKNOWN
 
 
 def select_trace(spans: Sequence[SpanSpec], session: str | None) -> list[SpanSpec]:
@@ -69,15 +70,16 @@ def span_label(span: SpanSpec) -> Text:
         parts.append(_usd(a[A.GEN_AI_USAGE_COST]))
     if A.TURN_INDEX in a:
         parts.append(f"#{a[A.TURN_INDEX]}")
-    if A.POLICY_DECISION in a:
+    permission = a.get(A.TOOL_PERMISSION_DECISION)
+    if A.POLICY_DECISION in a and not (permission and a[A.POLICY_DECISION] == DECISION_UNKNOWN):
         rule = a.get(A.POLICY_RULE_ID)
         parts.append(f"policy {a[A.POLICY_DECISION]}" + (f" [{rule}]" if rule else ""))
         if a.get(A.POLICY_WOULD_DENY):
             parts.append("would deny")
         if a.get(A.POLICY_ENFORCED_BY) == "sandbox":
             parts.append("left to the OS sandbox")
-    elif A.TOOL_PERMISSION_DECISION in a:
-        parts.append(f"{a[A.TOOL_PERMISSION_DECISION]} ({a.get(A.TOOL_PERMISSION_SOURCE, '?')})")
+    elif permission:  # Claude Code decided, not this gateway
+        parts.append(f"{permission} ({a.get(A.TOOL_PERMISSION_SOURCE, '?')})")
     if A.COMPACTION_TRIGGER in a or A.COMPACTION_RESULT in a:
         parts.append(
             f"{a.get(A.COMPACTION_TRIGGER, '?')} {a.get(A.COMPACTION_PRE_TOKENS, '?')}"

@@ -1,19 +1,22 @@
-"""Claude Code's message stream (and the gateway's hook events) -> finished span specs: pure.
+"""Claude Code's message stream (and `run`'s hook events) -> the facts of the run's trace: pure.
 
 Feed `TraceBuilder` the stream-json message dicts in order, each with the time it was seen,
 plus the hook-side events; every call returns the spans that finished. `finish()` at the end
-of the stream closes whatever is still open and returns the root span last. The spans
-themselves are made by the one tree builder `serve` uses too (tree.py): a turn per response,
-its chat and tools; a subagent under the Task/Agent call that started it; compactions from
-status: compacting to compact_boundary.
+of the stream closes whatever is still open and returns the root span last.
+
+The stream is read here into the facts `serve` learns from hook events and proxied exchanges:
+a response ended, a tool was asked for, decided, ended with the result the model read, a
+subagent started and stopped. The fact layer both feed (facts.py, over an in-process store)
+makes the turns, tools and subagents; this module makes what only the stream tells: the chats
+(their conversation rebuilt from the stream, conversation.py), the compactions and the root.
 
 A subagent's responses never reach the partial stream (Claude Code 2.1.332), so its chats know
-only the placeholder usage of the `assistant` lines. Such a chat is held, with its turn and
-tools, until `complete_from_transcripts` hands over the final usage its transcript recorded, or
-until `finish`, which emits whatever is still held as it is (unpriced). A compaction span is
-held likewise until the query's result, whose `model_usage_since_last_result` prices the
-summary request the stream never shows (stream_compactions.py). With content capture, each
-agent's conversation is rebuilt from the stream for its chats' input (conversation.py).
+only the placeholder usage of the `assistant` lines. Such a chat is held, and with it its turn
+and tools, until `complete_from_transcripts` hands over the final usage its transcript
+recorded, or until `finish`, which emits whatever is still held as it is (unpriced). A
+compaction span is held likewise until the query's result, whose
+`model_usage_since_last_result` prices the summary request the stream never shows
+(stream_compactions.py).
 """
 
 from __future__ import annotations
@@ -28,24 +31,28 @@ from gateway.telemetry import messages as M
 from gateway.telemetry.chat import ChatAccumulator, ChatInput, ChatRequestMeta
 from gateway.telemetry.content import ContentPolicy
 from gateway.telemetry.conversation import Conversation
+from gateway.telemetry.fact_state import MemoryTraceState
+from gateway.telemetry.facts import TraceFacts
 from gateway.telemetry.ids import TOOL_SPAN_KIND, IdSource, RandomIds, parse_traceparent
 from gateway.telemetry.model import AttributeValue, SpanRef, SpanSpec
 from gateway.telemetry.pricing import PriceTable, load_price_table
 from gateway.telemetry.result import cost_attributes, result_attributes, result_status
 from gateway.telemetry.stream_compactions import StreamCompactions
 from gateway.telemetry.subagents import TRANSCRIPT_SOURCE, FinalUsage
-from gateway.telemetry.tools import ToolCallState
 from gateway.telemetry.tree import AGENT_NAME, INCOMPLETE_ERROR, TURN, Tree, task_prompt
 from gateway.types import Decision
 
 MAIN = ""
 """Context key of the main agent; a subagent's key is its parent_tool_use_id."""
+RUN = "run"
+"""The one session of the run's fact store."""
+TASK_ENDED = ("completed", "failed", "killed", "stopped")
 
 
 @dataclass(slots=True)
 class _Chat:
     acc: ChatAccumulator
-    span_id: int
+    context: str
     start_ns: int
     end_ns: int
     ttft_ms: float | None = None
@@ -59,40 +66,30 @@ class _Chat:
 
 
 @dataclass(slots=True)
-class _Turn:
-    index: int
-    context: str
-    span_id: int
-    parent_span_id: int
-    chat: _Chat
-    tool_ids: list[str] = field(default_factory=list)
-    superseded: bool = False
-    emitted: bool = False
-
-
-@dataclass(slots=True)
 class _Context:
-    turns: int = 0
-    current: _Turn | None = None
+    current: _Chat | None = None
     conversation: Conversation = field(default_factory=Conversation)
     """The conversation so far (content capture only)."""
 
 
 @dataclass(slots=True)
-class _Agent:
-    """A subagent: the invoke_agent span between its Task/Agent call and its turns."""
+class _Tool:
+    """What the stream and the hooks told of a tool call until the fact layer is told it
+    ended: a background Task/Agent call ends when its task does, not at its tool_result."""
 
-    tool_use_id: str
-    span_id: int
-    start_ns: int
-    end_ns: int
-    agent_id: str = ""
-    agent_type: str = ""
-    emitted: bool = False
+    name: str
+    input: Any = None
+    end_ns: int | None = None
+    is_error: bool | None = None
+    result_seen: bool = False
+    task_open: bool = False
+    ended: bool = False
+    facts: dict[str, str] = field(default_factory=dict)
+    """Permission decision and source, task id and status (facts.TOOL_END_FACTS)."""
 
 
 class TraceBuilder:
-    """A state machine from messages and hook events to span specs. No clocks, no I/O."""
+    """The stream and hook events read into facts. No clocks, no I/O."""
 
     def __init__(
         self,
@@ -112,21 +109,24 @@ class TraceBuilder:
             ids, prices=prices if prices is not None else load_price_table(),
             content=self._content, session_id=session_id, parent=parent, agent_name=agent_name,
         )
-        self._root_id = self._tree.root_id
+        self._out: list[SpanSpec] = []
+        self._facts = TraceFacts(
+            MemoryTraceState(), self._content, tree=lambda _: self._tree, export=self._out.append
+        )
         self._prompt = prompt
         self._start_ns = start_ns
         self._model = ""
         self._version = ""
         self._contexts: dict[str, _Context] = {}
         self._chats: dict[str, _Chat] = {}
-        self._turn_of_chat: dict[str, _Turn] = {}
-        self._tools: dict[str, ToolCallState] = {}
+        self._tools: dict[str, _Tool] = {}
         self._tasks: dict[str, str] = {}
-        self._subagent_types: dict[str, str] = {}
+        """task_id -> the Task/Agent call's tool_use_id."""
+        self._agents: dict[str, str] = {}
+        """A subagent's context (its Task/Agent call's tool_use_id) -> its agent id."""
         self._results: list[Mapping[str, Any]] = []
         self._compactions = StreamCompactions(ids)
         self._final_usage: dict[str, FinalUsage] = {}
-        self._agents: dict[str, _Agent] = {}
         self._tool_names: tuple[str, ...] = ()
         self._result_text: str | None = None
         self._root_extra: dict[str, AttributeValue] = {}
@@ -156,7 +156,7 @@ class TraceBuilder:
     @property
     def root(self) -> SpanRef:
         """The root span's place, known from the start: pass it on with `traceparent_for`."""
-        return SpanRef(self._tree.trace_id, self._root_id, self._tree.trace_state)
+        return SpanRef(self._tree.trace_id, self._tree.root_id, self._tree.trace_state)
 
     def tool_ref(self, tool_use_id: str) -> SpanRef:
         """Where a tool call's span is (or will be): its id is fixed at the first ask."""
@@ -166,25 +166,23 @@ class TraceBuilder:
         """Attributes the caller knows about the whole run (e.g. the policy in force)."""
         self._root_extra.update(attrs)
 
+    def _finished_spans(self) -> list[SpanSpec]:
+        out, self._out[:] = list(self._out), []
+        return out
+
     # --- inputs ----------------------------------------------------------------------------
     def feed(self, message: Mapping[str, Any], at_ns: int) -> list[SpanSpec]:
         """One stream-json message as `claude -p --output-format stream-json --verbose
         --include-partial-messages` prints it (or the SDK's equivalent dict)."""
-        out: list[SpanSpec] = []
         if not self._tree.session_id and message.get("session_id"):
             self._tree.session_id = str(message["session_id"])
-        kind = message.get("type")
-        if kind == "system":
-            self._system(message, at_ns, out)
-        elif kind == "stream_event":
-            self._stream_event(message, at_ns, out)
-        elif kind == "assistant":
-            self._assistant(message, at_ns, out)
-        elif kind == "user":
-            self._user(message, at_ns, out)
-        elif kind == "result":
-            self._result(message, at_ns, out)
-        return out
+        handler = {
+            "system": self._system, "stream_event": self._stream_event,
+            "assistant": self._assistant, "user": self._user, "result": self._result,
+        }.get(str(message.get("type")))
+        if handler is not None:
+            handler(message, at_ns)
+        return self._finished_spans()
 
     def on_pre_tool_use(
         self, tool_use_id: str, tool_name: str, decision: Decision | None, at_ns: int
@@ -192,27 +190,19 @@ class TraceBuilder:
         """PreToolUse seen by the gateway: the tool span starts here, with the decision."""
         tool = self._tool(tool_use_id, tool_name, at_ns)
         tool.name = tool_name or tool.name  # the name hooks and policies see (Agent, not Task)
-        tool.start_ns = at_ns
-        tool.decided_ns = at_ns
-        tool.decision = decision
+        self._facts.tool_decided(RUN, tool_use_id, decision, at_ns)
         return []
 
     def on_post_tool_use(self, tool_use_id: str, is_error: bool, at_ns: int) -> list[SpanSpec]:
         """PostToolUse / PostToolUseFailure: the tool's execution ended."""
         tool = self._tools.get(tool_use_id)
-        if tool is None or tool.emitted:
-            return []
-        tool.end_ns = at_ns if tool.end_ns is None else min(tool.end_ns, at_ns)
-        tool.is_error = is_error
+        if tool is not None and not tool.ended:
+            tool.end_ns = at_ns if tool.end_ns is None else min(tool.end_ns, at_ns)
+            tool.is_error = is_error
         return []
 
     def on_compact_archived(
-        self,
-        archive_id: str | None,
-        error: str | None,
-        at_ns: int,
-        *,
-        trigger: str | None = None,
+        self, archive_id: str | None, error: str | None, at_ns: int, *, trigger: str | None = None
     ) -> list[SpanSpec]:
         """PreCompact handled: the transcript's archive id, or why archiving failed."""
         del at_ns  # the compaction span's times come from the stream
@@ -226,41 +216,35 @@ class TraceBuilder:
         if self._finished:
             return []
         self._final_usage.update(final_usage)
-        out: list[SpanSpec] = []
         for message_id, chat in list(self._chats.items()):
             if chat.held and not chat.emitted and message_id in final_usage:
-                self._emit_chat(chat, out, chat.end_ns)
-        return out
+                self._emit_chat(chat, chat.end_ns)
+        return self._finished_spans()
 
     def finish(self, at_ns: int) -> list[SpanSpec]:
         """The stream ended: close everything still open (marked incomplete), root last."""
         if self._finished:
             return []
         self._finished = True
-        out: list[SpanSpec] = []
         for chat in list(self._chats.values()):
             if not chat.emitted:
                 ended = chat.acc.saw_start and not chat.held
-                self._emit_chat(chat, out, at_ns if ended else chat.end_ns)
-        for tool in list(self._tools.values()):
-            if not tool.emitted:
-                if tool.end_ns is None:
-                    tool.end_ns = at_ns
-                    tool.incomplete = True
-                tool.task_open = False
-                tool.result_seen = True
-                self._emit_tool(tool, out)
-        for ctx in self._contexts.values():
-            if ctx.current is not None:
-                ctx.current.superseded = True
-                self._try_emit_turn(ctx.current, out)
-        out += self._compactions.finish(self._tree, at_ns)
-        out.append(self._root_spec(at_ns))
-        return out
+                self._emit_chat(chat, at_ns if ended else chat.end_ns)
+        for tool_use_id, tool in self._tools.items():
+            if not tool.ended:
+                incomplete = tool.end_ns is None
+                tool.task_open, tool.result_seen = False, True
+                tool.end_ns = at_ns if incomplete else tool.end_ns
+                self._end_tool(tool_use_id, tool, incomplete=incomplete)
+        self._facts.close_leftovers(RUN, at_ns)
+        self._out += self._compactions.finish(self._tree, at_ns)
+        self._out.append(self._root_spec(at_ns))
+        return self._finished_spans()
 
     # --- message kinds ---------------------------------------------------------------------
-    def _system(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
+    def _system(self, msg: Mapping[str, Any], at_ns: int) -> None:
         subtype = msg.get("subtype")
+        main = self._contexts.get(MAIN)
         if subtype == "init":
             self._model = self._model or str(msg.get("model") or "")
             self._version = self._version or str(msg.get("claude_code_version") or "")
@@ -272,52 +256,52 @@ class TraceBuilder:
         elif subtype == "compact_boundary":
             meta = msg.get("compact_metadata") or {}
             self._compactions.boundary(meta, at_ns)
-            main = self._contexts.get(MAIN)
             if self._content.capture and main is not None:
                 preserved = meta.get("preserved_messages") or {}
                 main.conversation.compacted(
                     preserved.get("uuids") or (), str(preserved.get("anchor_uuid") or "")
                 )
         elif subtype == "task_started" and msg.get("tool_use_id"):
-            tool = self._tool(str(msg["tool_use_id"]), "", at_ns)
-            tool.task_id = str(msg.get("task_id") or "")
+            tool_use_id = str(msg["tool_use_id"])
+            tool = self._tool(tool_use_id, "", at_ns)
+            task_id = str(msg.get("task_id") or "")
+            tool.facts["task_id"] = task_id
             tool.task_open = True
-            self._tasks[tool.task_id] = tool.tool_use_id
-            agent = self._agent(tool.tool_use_id, at_ns)
-            agent.agent_id = agent.agent_id or tool.task_id
-            agent.agent_type = agent.agent_type or str(msg.get("subagent_type") or "")
+            self._tasks[task_id] = tool_use_id
+            self._agents.setdefault(tool_use_id, task_id or tool_use_id)
+            self._note_agent(tool_use_id, str(msg.get("subagent_type") or ""), at_ns)
         elif subtype in ("task_notification", "task_updated"):
-            self._task_update(msg, at_ns, out)
-            main = self._contexts.get(MAIN)
+            self._task_update(msg, at_ns)
             if subtype == "task_notification" and self._content.capture and main is not None:
                 main.conversation.notification(M.task_notification_text(msg))
 
-    def _task_update(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
-        tool_use_id = msg.get("tool_use_id") or self._tasks.get(str(msg.get("task_id") or ""))
-        tool = self._tools.get(str(tool_use_id or ""))
+    def _task_update(self, msg: Mapping[str, Any], at_ns: int) -> None:
+        tool_use_id = str(
+            msg.get("tool_use_id") or self._tasks.get(str(msg.get("task_id") or "")) or ""
+        )
+        tool = self._tools.get(tool_use_id)
         status = msg.get("status") or (msg.get("patch") or {}).get("status")
-        if tool is None or tool.emitted or not status:
+        if tool is None or tool.ended or not status:
             return
-        tool.task_status = str(status)
-        if status in ("completed", "failed", "killed", "stopped"):
+        tool.facts["task_status"] = str(status)
+        if status in TASK_ENDED:
             tool.task_open = False
             tool.end_ns = max(tool.end_ns or at_ns, at_ns)
-            agent = self._agents.get(tool.tool_use_id)
-            if agent is not None:
-                agent.end_ns = max(agent.end_ns, at_ns)
-            self._maybe_emit_tool(tool, out)
+            if tool_use_id in self._agents:
+                self._facts.agent_stopped(RUN, self._agents[tool_use_id], at_ns)
+            self._maybe_end_tool(tool_use_id, tool)
 
-    def _stream_event(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
+    def _stream_event(self, msg: Mapping[str, Any], at_ns: int) -> None:
         event = msg.get("event") or {}
         context = str(msg.get("parent_tool_use_id") or MAIN)
+        chat: _Chat | None
         if event.get("type") == "message_start":
             message_id = str((event.get("message") or {}).get("id") or msg.get("uuid") or at_ns)
             ttft = msg.get("ttft_ms")
             ttft_ms = float(ttft) if isinstance(ttft, int | float) else None
             start = at_ns - int(ttft_ms * 1e6) if ttft_ms is not None else at_ns
-            chat: _Chat | None = self._chat(message_id, context, start, at_ns, out)
-            if chat is not None:
-                chat.ttft_ms = ttft_ms
+            chat = self._chat(message_id, context, start, at_ns)
+            chat.ttft_ms = ttft_ms
         else:
             message_id = str(msg.get("api_message_id") or "")
             chat = self._chats.get(message_id) or self._current_chat(context)
@@ -326,33 +310,38 @@ class TraceBuilder:
         chat.acc.apply(event)
         chat.end_ns = at_ns
         for block in chat.acc.tool_uses:
-            self._attach_tool(block.id, block.name, chat, at_ns)
+            self._tool(block.id, block.name, at_ns, context)
         if event.get("type") == "message_stop":
-            self._emit_chat(chat, out, at_ns)
+            self._emit_chat(chat, at_ns)
 
-    def _assistant(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
+    def _assistant(self, msg: Mapping[str, Any], at_ns: int) -> None:
         message = msg.get("message") or {}
         context = str(msg.get("parent_tool_use_id") or MAIN)
         message_id = str(message.get("id") or msg.get("uuid") or at_ns)
-        if context != MAIN and msg.get("subagent_type"):
-            self._subagent_types[context] = str(msg["subagent_type"])
-        self._note_agent(msg, context, at_ns)
-        self._finalize_unstreamed(context, out, keep=message_id)
-        chat = self._chats.get(message_id) or self._chat(message_id, context, at_ns, at_ns, out)
+        self._note_subagent(msg, context, at_ns)
+        self._finalize_unstreamed(context, keep=message_id)
+        chat = self._chats.get(message_id) or self._chat(message_id, context, at_ns, at_ns)
         chat.acc.apply_message(message)
         if msg.get("uuid"):
             chat.uuids.add(str(msg["uuid"]))
         if not chat.acc.saw_start:
             chat.end_ns = at_ns
+        if context != MAIN:  # known now, though its chat may wait for its transcript
+            self._facts.agent_answered(RUN, self._agents[context], chat.acc)
         for block in message.get("content") or []:
             if block.get("type") == "tool_use":
-                tool = self._attach_tool(str(block.get("id")), str(block.get("name")), chat, at_ns)
+                tool_use_id = str(block.get("id"))
+                tool = self._tool(tool_use_id, str(block.get("name")), at_ns, context)
                 tool.input = block.get("input")
+                self._facts.tool_started(
+                    RUN, tool_use_id, name=tool.name, agent_id=self._agents.get(context, ""),
+                    tool_input=tool.input, at_ns=at_ns,
+                )
 
-    def _user(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
+    def _user(self, msg: Mapping[str, Any], at_ns: int) -> None:
         context = str(msg.get("parent_tool_use_id") or MAIN)
-        self._note_agent(msg, context, at_ns)
-        self._finalize_unstreamed(context, out)
+        self._note_subagent(msg, context, at_ns)
+        self._finalize_unstreamed(context)
         content = (msg.get("message") or {}).get("content")
         ctx = self._contexts.get(context)
         if self._content.capture and not msg.get("isReplay") and ctx is not None:
@@ -365,37 +354,35 @@ class TraceBuilder:
                 continue
             tool_use_id = str(block.get("tool_use_id") or "")
             tool = self._tools.get(tool_use_id)
-            if tool is None or tool.emitted:
+            if tool is None or tool.ended:
                 continue
             tool.is_error = bool(block.get("is_error")) or bool(tool.is_error)
-            tool.result = block.get("content")
+            self._facts.result_known(RUN, tool_use_id, block.get("content"))
             permission = (meta.get(tool_use_id) or {}).get("permission_decision") or {}
-            tool.permission_decision = str(permission.get("decision") or "") or None
-            tool.permission_source = str(permission.get("source") or "") or None
+            for name, value in (("permission_decision", permission.get("decision")),
+                                ("permission_source", permission.get("source"))):
+                if value:
+                    tool.facts[name] = str(value)
             tool.end_ns = at_ns if tool.end_ns is None else min(tool.end_ns, at_ns)
             tool.result_seen = True
-            self._maybe_emit_tool(tool, out)
+            self._maybe_end_tool(tool_use_id, tool)
 
-    def _result(self, msg: Mapping[str, Any], at_ns: int, out: list[SpanSpec]) -> None:
+    def _result(self, msg: Mapping[str, Any], at_ns: int) -> None:
         self._results.append(msg)
         if isinstance(msg.get("result"), str):
             self._result_text = str(msg["result"])
-        self._finalize_unstreamed(MAIN, out)
+        self._finalize_unstreamed(MAIN)
         window, self._window_chats = self._window_chats, []
         usage = self._compactions.unstreamed_usage(
             msg, ((c.acc.model or self._model, c.acc.usage, c.acc.exact) for c in window)
         )
-        out += self._compactions.release(self._tree, usage)
+        self._out += self._compactions.release(self._tree, usage)
         ctx = self._contexts.get(MAIN)
-        if ctx is not None and ctx.current is not None:
-            ctx.current.superseded = True
-            self._try_emit_turn(ctx.current, out)
+        if ctx is not None:
             ctx.current = None
 
     # --- state -----------------------------------------------------------------------------
-    def _chat(
-        self, message_id: str, context: str, start_ns: int, at_ns: int, out: list[SpanSpec]
-    ) -> _Chat:
+    def _chat(self, message_id: str, context: str, start_ns: int, at_ns: int) -> _Chat:
         """A new API response: it starts a new turn in its context."""
         existing = self._chats.get(message_id)
         if existing is not None:
@@ -405,52 +392,26 @@ class TraceBuilder:
             ctx = self._contexts[context] = _Context()
             for message in self._opening(context):
                 ctx.conversation.add(message)
-        if ctx.current is not None:
-            ctx.current.superseded = True
-            self._try_emit_turn(ctx.current, out)
-        chat = _Chat(
-            acc=ChatAccumulator(message_id=message_id),
-            span_id=self._ids.span_id("chat", message_id),
-            start_ns=start_ns,
-            end_ns=at_ns,
-        )
+        chat = _Chat(ChatAccumulator(message_id=message_id), context, start_ns, at_ns)
         if self._content.capture:
             chat.sent = ctx.conversation.sent_with(chat.acc, chat.uuids)
-        ctx.turns += 1
+        ctx.current = chat
         self._window_chats.append(chat)
-        parent = self._root_id if context == MAIN else self._agent(context, start_ns).span_id
-        turn = _Turn(
-            index=ctx.turns,
-            context=context,
-            span_id=self._ids.span_id(TURN, message_id),
-            parent_span_id=parent,
-            chat=chat,
-        )
-        ctx.current = turn
         self._chats[message_id] = chat
-        self._turn_of_chat[message_id] = turn
         return chat
 
-    def _agent(self, context: str, at_ns: int) -> _Agent:
-        """The subagent running under the Task/Agent call `context` (created on first sight)."""
-        agent = self._agents.get(context)
-        if agent is None:
-            agent = self._agents[context] = _Agent(
-                tool_use_id=context,
-                span_id=self._ids.span_id("agent", context),
-                start_ns=at_ns,
-                end_ns=at_ns,
-            )
-        agent.start_ns = min(agent.start_ns, at_ns)
-        agent.end_ns = max(agent.end_ns, at_ns)
-        return agent
-
-    def _note_agent(self, msg: Mapping[str, Any], context: str, at_ns: int) -> None:
+    def _note_subagent(self, msg: Mapping[str, Any], context: str, at_ns: int) -> None:
+        """A subagent's message: its agent id, type and the Task/Agent call that started it."""
         if context == MAIN:
             return
-        agent = self._agent(context, at_ns)
-        agent.agent_id = agent.agent_id or str(msg.get("agent_id") or "")
-        agent.agent_type = agent.agent_type or str(msg.get("subagent_type") or "")
+        self._agents.setdefault(context, str(msg.get("agent_id") or "") or context)
+        self._note_agent(context, str(msg.get("subagent_type") or ""), at_ns)
+
+    def _note_agent(self, context: str, agent_type: str, at_ns: int) -> None:
+        agent_id = self._agents[context]
+        self._facts.agent_started(RUN, agent_id, agent_type, at_ns)
+        self._facts.agent_stopped(RUN, agent_id, at_ns)  # seen running until now
+        self._facts.agent_called_by(RUN, agent_id, context)
 
     def _opening(self, context: str) -> list[M.Message]:
         """The first message of a context's conversation: the prompt, or the Task's prompt."""
@@ -464,32 +425,30 @@ class TraceBuilder:
 
     def _current_chat(self, context: str) -> _Chat | None:
         ctx = self._contexts.get(context)
-        return ctx.current.chat if ctx is not None and ctx.current is not None else None
+        return ctx.current if ctx is not None else None
 
-    def _tool(self, tool_use_id: str, name: str, at_ns: int) -> ToolCallState:
+    def _tool(self, tool_use_id: str, name: str, at_ns: int, context: str = MAIN) -> _Tool:
+        """A tool call, known from its first sight (the response asking for it)."""
         tool = self._tools.get(tool_use_id)
         if tool is None:
-            tool = ToolCallState(
-                tool_use_id=tool_use_id,
-                name=name,
-                span_id=self._ids.span_id(TOOL_SPAN_KIND, tool_use_id),
-                start_ns=at_ns,
-            )
-            self._tools[tool_use_id] = tool
+            tool = self._tools[tool_use_id] = _Tool(name)
+            self._facts.tool_started(RUN, tool_use_id, name=name,
+                                     agent_id=self._agents.get(context, ""), tool_input=None,
+                                     at_ns=at_ns)
         tool.name = tool.name or name
         return tool
 
-    def _attach_tool(self, tool_use_id: str, name: str, chat: _Chat, at_ns: int) -> ToolCallState:
-        tool = self._tool(tool_use_id, name, at_ns)
-        turn = self._turn_of_chat.get(chat.acc.message_id)
-        if turn is not None and tool.turn_span_id is None:
-            tool.turn_span_id = turn.span_id
-            tool.parent_tool_use_id = turn.context or None
-            tool.chat_message_id = chat.acc.message_id
-            turn.tool_ids.append(tool_use_id)
-        return tool
+    def _maybe_end_tool(self, tool_use_id: str, tool: _Tool) -> None:
+        if tool.result_seen and not tool.task_open and not tool.ended:
+            self._end_tool(tool_use_id, tool)
 
-    def _finalize_unstreamed(self, context: str, out: list[SpanSpec], keep: str = "") -> None:
+    def _end_tool(self, tool_use_id: str, tool: _Tool, *, incomplete: bool = False) -> None:
+        tool.ended = True
+        body = {"tool_use_id": tool_use_id, "tool_name": tool.name, **tool.facts}
+        self._facts.end_tool(RUN, body, None, failed=tool.is_error,
+                             end_ns=tool.end_ns or 0, last=self._finished, incomplete=incomplete)
+
+    def _finalize_unstreamed(self, context: str, keep: str = "") -> None:
         """Without partial messages a chat ends at the next message of its context."""
         chat = self._current_chat(context)
         if (
@@ -498,83 +457,38 @@ class TraceBuilder:
             and not chat.acc.saw_start
             and chat.acc.message_id != keep
         ):
-            self._emit_chat(chat, out, chat.end_ns)
+            self._emit_chat(chat, chat.end_ns)
 
     # --- emitting --------------------------------------------------------------------------
-    def _emit_chat(self, chat: _Chat, out: list[SpanSpec], end_ns: int) -> None:
+    def _emit_chat(self, chat: _Chat, end_ns: int) -> None:
+        """The chat's span, then the fact that its response ended (its turn and tools follow)."""
         if chat.emitted:
             return
         chat.end_ns = end_ns
-        turn = self._turn_of_chat[chat.acc.message_id]
         if not chat.acc.exact:
             final = self._final_usage.get(chat.acc.message_id)
             if final is not None:
                 chat.acc.apply_final(final.usage, final.stop_reason, source=TRANSCRIPT_SOURCE)
-            elif turn.context != MAIN and not self._finished:
+            elif chat.context != MAIN and not self._finished:
                 chat.held = True  # a subagent's final usage comes from its transcript
                 return
         chat.held = False
         chat.emitted = True
         ttft = None if chat.ttft_ms is None else round(chat.ttft_ms * 1e6)
-        model = self._model if turn.context == MAIN else ""
+        model = self._model if chat.context == MAIN else ""
+        meta = ChatRequestMeta(chat.start_ns, end_ns, model, None, None, ttft)
+        agent_id = self._agents.get(chat.context, "")
+        extra: dict[str, AttributeValue] = {}
+        if chat.context:
+            extra = {A.PARENT_TOOL_USE_ID: chat.context, A.AGENT_ID: agent_id}
+        message_id = chat.acc.message_id
         spec, chat.cost = self._tree.chat(
-            chat.acc, ChatRequestMeta(chat.start_ns, end_ns, model, None, None, ttft),
-            span_id=chat.span_id, parent_span_id=turn.span_id,
-            sent=ChatInput(messages=chat.sent) if chat.sent else None,
-            extra={A.PARENT_TOOL_USE_ID: turn.context} if turn.context else None,
+            chat.acc, meta, span_id=self._ids.span_id("chat", message_id),
+            parent_span_id=self._ids.span_id(TURN, message_id),
+            sent=ChatInput(messages=chat.sent) if chat.sent else None, extra=extra,
         )
-        out.append(spec)
-        for tool_use_id in turn.tool_ids:
-            self._maybe_emit_tool(self._tools[tool_use_id], out)
-        self._try_emit_turn(turn, out)
-
-    def _maybe_emit_tool(self, tool: ToolCallState, out: list[SpanSpec]) -> None:
-        chat = self._chats.get(tool.chat_message_id or "")
-        if tool.result_seen and not tool.task_open and (chat is None or chat.emitted):
-            self._emit_tool(tool, out)
-
-    def _emit_tool(self, tool: ToolCallState, out: list[SpanSpec]) -> None:
-        if tool.emitted:
-            return
-        tool.emitted = True
-        turn = self._turn_of_chat.get(tool.chat_message_id or "")
-        parent = tool.turn_span_id if tool.turn_span_id is not None else self._root_id
-        out.append(self._tree.tool(
-            tool, parent_span_id=parent, turn_cost=turn.chat.cost if turn else None,
-            turn_tools=len(turn.tool_ids) if turn else 0,
-        ))
-        agent = self._agents.get(tool.tool_use_id)
-        if agent is not None and not agent.emitted:  # the subagent, inside its Task/Agent call
-            agent.emitted = True
-            ctx = self._contexts.get(agent.tool_use_id)
-            last = ctx.current.chat.acc if ctx is not None and ctx.current is not None else None
-            start = max(agent.start_ns, tool.start_ns)
-            out.append(self._tree.agent(
-                span_id=agent.span_id, tool_span_id=tool.span_id, start_ns=start,
-                end_ns=min(agent.end_ns, tool.end_ns or agent.end_ns),
-                agent_type=agent.agent_type or self._subagent_types.get(agent.tool_use_id, ""),
-                agent_id=agent.agent_id, tool_use_id=agent.tool_use_id, tool_input=tool.input,
-                answer="\n".join(last.texts) if last is not None and last.texts else None,
-                stop_reason=last.stop_reason if last is not None else None,
-            ))
-        if turn is not None:
-            self._try_emit_turn(turn, out)
-
-    def _try_emit_turn(self, turn: _Turn, out: list[SpanSpec]) -> None:
-        if turn.emitted or not turn.superseded or not turn.chat.emitted:
-            return
-        tools = [self._tools[t] for t in turn.tool_ids]
-        if not all(t.emitted for t in tools):
-            return
-        turn.emitted = True
-        out.append(self._tree.turn(
-            message_id=turn.chat.acc.message_id, parent_span_id=turn.parent_span_id,
-            start_ns=turn.chat.start_ns,
-            end_ns=max([turn.chat.end_ns, *(t.end_ns or 0 for t in tools)]),
-            index=turn.index, tool_calls=len(tools),
-            agent_name=self._subagent_types.get(turn.context, self._tree.agent_name),
-            cost=turn.chat.cost, parent_tool_use_id=turn.context,
-        ))
+        self._out.append(spec)
+        self._facts.response_ended(RUN, agent_id, model, chat.acc, meta, chat.cost)
 
     def _root_spec(self, at_ns: int) -> SpanSpec:
         attrs: dict[str, AttributeValue] = {}
@@ -596,4 +510,3 @@ class TraceBuilder:
             stop_reason=str(last.get("stop_reason") or "") or None,
             status=result_status(self._results), attrs=attrs, tools=self._tool_names,
         )
-

@@ -1,4 +1,4 @@
-"""One tool call: its mutable state while open, and its span attributes and status: pure."""
+"""One tool call: its facts, and its span attributes and status: pure."""
 
 from __future__ import annotations
 
@@ -28,17 +28,11 @@ class ToolCallState:
     is_error: bool | None = None
     permission_decision: str | None = None
     permission_source: str | None = None
-    turn_span_id: int | None = None
-    parent_tool_use_id: str | None = None
-    chat_message_id: str | None = None
     input: Any = None
     result: Any = None
     task_id: str = ""
     task_status: str = ""
-    task_open: bool = False
-    result_seen: bool = False
     incomplete: bool = False
-    emitted: bool = False
     agent_id: str = ""
     decided_ns: int | None = None
     """When the PreToolUse decision was made (the deny event's time)."""
@@ -82,8 +76,6 @@ def tool_attributes(
         attrs[A.TOOL_PERMISSION_SOURCE] = tool.permission_source
     if split_cost is not None:
         attrs[A.TOOL_SPLIT_COST_USD] = split_cost
-    if tool.parent_tool_use_id:
-        attrs[A.PARENT_TOOL_USE_ID] = tool.parent_tool_use_id
     if tool.task_id:
         attrs[A.TASK_ID] = tool.task_id
     if tool.task_status:

@@ -8,9 +8,10 @@
       compaction                      its own chat inside
 
 `run` learns the facts from Claude Code's stream (spans.py), `serve` from hook events and
-proxied exchanges (server/tracing.py), keeping them in memory or in a TraceState shared by its
-replicas (server/session_spans.py). Either hands them to a `Tree`, which alone names,
-parents, attributes and gives a status to every span, so both read the same in any backend.
+proxied exchanges (server/tracing.py). Both hand them to one fact layer (facts.py), kept in
+memory or in a store `serve`'s replicas share, and it and they hand them to a `Tree`, which
+alone names, parents, attributes and gives a status to every span, so both read the same in
+any backend.
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from gateway.server.app import ServeConfig, create_app
 from gateway.server.service import GatewayService
-from gateway.server.trace_state import TraceState
 from gateway.server.tracing import ServerTracer
 from gateway.telemetry import load_price_table
+from gateway.telemetry.fact_state import TraceState
 from gateway.telemetry.model import SpanSpec
 from gateway.tenancy.tokens import TokenTable
 

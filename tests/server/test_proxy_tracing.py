@@ -15,10 +15,10 @@ from gateway.scripted import ScriptedServer
 from gateway.server.app import ServeConfig, create_app
 from gateway.server.proxy import ProxiedExchange
 from gateway.server.service import GatewayService
-from gateway.server.trace_state import MemoryTraceState
 from gateway.server.tracing import ServerTracer, root_ref
 from gateway.telemetry import ContentPolicy, load_price_table
 from gateway.telemetry import attributes as A
+from gateway.telemetry.fact_state import MemoryTraceState
 from gateway.types import Decision
 from tests.server.conftest import AppFactory, ListSink
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.server.trace_state import MemoryTraceState, RedisTraceState, TraceState
+from gateway.server.trace_state import RedisTraceState
+from gateway.telemetry.fact_state import MemoryTraceState, TraceState
 from tests.server.processes import free_port
 
 

@@ -1,5 +1,6 @@
 """One trace-tree builder: run's stream reader (telemetry/spans.py) and serve's hook and proxy
-handler (server/tracing.py) only gather facts; every span is made by telemetry/tree.py."""
+handler (server/tracing.py) only gather facts; every span is made by telemetry/tree.py, and
+every turn, tool and subagent span from the one fact layer both feed (telemetry/facts.py)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,21 @@ def _calls(source: str) -> set[str]:
     return names
 
 
+FACT_SPANS = {"turn", "tool", "agent"}
+"""The Tree's spans only the fact layer asks for."""
+
+
 @pytest.mark.parametrize("module", VANTAGE_POINTS)
 def test_a_vantage_point_makes_no_span_of_its_own(module: str) -> None:
     calls = _calls((GATEWAY / module).read_text())
     assert not calls & SPAN_MAKERS, f"{module} builds spans itself: {calls & SPAN_MAKERS}"
     assert "Tree" in calls, f"{module} does not hand its facts to the tree"
+    assert "TraceFacts" in calls, f"{module} does not feed the fact layer"
+    assert not calls & FACT_SPANS, f"{module} makes fact-layer spans: {calls & FACT_SPANS}"
+
+
+def test_the_fact_layer_makes_the_turns_tools_and_subagents() -> None:
+    assert _calls((GATEWAY / "telemetry/facts.py").read_text()) >= FACT_SPANS
 
 
 def test_the_tree_makes_every_kind_of_span() -> None:
