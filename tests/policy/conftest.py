@@ -11,6 +11,7 @@ import pytest
 from gateway.policy import Policy, load_policy
 from gateway.policy.paths import deciding
 from gateway.types import ToolCall
+from tests.fixtures.precision import platform_policy
 
 WritePolicy = Callable[..., str]
 
@@ -82,3 +83,11 @@ def in_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("f", "g", "d", "Q"):
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory: pytest.TempPathFactory, home: Path) -> Policy:
+    """The platform policy without the OS sandbox: what the hook alone must hold."""
+    path = tmp_path_factory.mktemp("policy") / "org.yaml"
+    path.write_text(platform_policy(sandbox=False), encoding="utf-8")
+    return load_policy([str(path)])

@@ -18,18 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.policy import Policy, load_policy
+from gateway.policy import Policy
 from gateway.policy.shell.scan import scan
-from tests.fixtures.precision import platform_policy
 from tests.policy.conftest import SECRET
 from tests.policy.test_shell_precision import _decide, _run
-
-
-@pytest.fixture(scope="module")
-def policy(tmp_path_factory: pytest.TempPathFactory) -> Policy:
-    path = tmp_path_factory.mktemp("policy") / "org.yaml"
-    path.write_text(platform_policy(sandbox=False), encoding="utf-8")
-    return load_policy([str(path)])
 
 
 @pytest.fixture

@@ -15,17 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.policy import Policy, decide, explain, load_policy
+from gateway.policy import Policy, decide, explain
 from gateway.types import ToolCall
-from tests.fixtures.precision import platform_policy
 from tests.policy.conftest import SECRET
-
-
-@pytest.fixture(scope="module")
-def policy(tmp_path_factory: pytest.TempPathFactory, home: Path) -> Policy:
-    path = tmp_path_factory.mktemp("policy") / "org.yaml"
-    path.write_text(platform_policy(sandbox=False), encoding="utf-8")
-    return load_policy([str(path)])
 
 
 def _decide(policy: Policy, command: str, cwd: Path) -> str:

@@ -74,6 +74,11 @@ BUILTINS = ("read mapfile readarray let getopts hash ulimit umask shift break co
             "return exit builtin exec trap eval bg fg disown suspend times caller complete "
             "compgen enable fc bind popd dirs logout readonly typeset")
 
+_PIP = _u("none", reads="-r --requirement -c --constraint --cert --client-cert",
+          writes="--log --log-file --report -t --target --prefix --root -d --dest --src",
+          values="-i --index-url --extra-index-url --python-version --platform "
+                 "--implementation --abi --only-binary --no-binary --progress-bar")
+
 FILE_USES: dict[str, FileUse] = {
     **{name: _u("read") for name in READERS.split()},
     **{name: _u("write") for name in _WRITERS.split()},
@@ -171,14 +176,47 @@ FILE_USES: dict[str, FileUse] = {
     "seq": _u("none"), "yes": _u("none"), "expr": _u("none"), "wait": _u("none"),
     "jobs": _u("none"), "history": _u("read", values="-d -s -p"), "man": _u("none"),
     "help": _u("none"),
-    "npm": _u("none"), "npx": _u("none"), "pnpm": _u("none"), "yarn": _u("none"),
-    "pip": _u("none"), "pip3": _u("none"), "uv": _u("none"), "cargo": _u("none"),
-    "go": _u("none"), "docker": _u("none"), "kubectl": _u("none"), "helm": _u("none"),
-    "terraform": _u("none"), "pytest": _u("none"), "ruff": _u("none"), "mypy": _u("none"),
-    "black": _u("none"), "tox": _u("none"), "eslint": _u("none"), "prettier": _u("none"),
-    "tsc": _u("none"), "jest": _u("none"), "apt-get": _u("none"), "apt": _u("none"),
-    "brew": _u("none"), "systemctl": _u("none"), "journalctl": _u("none"),
-    "ping": _u("none"), "dig": _u("none"), "ssh": _u("none", reads="-F -i"),
+    # Developer tools whose operands are no files, with the options that name one: what
+    # they read they print or send on (`pip install -r F` shows a line it cannot parse,
+    # `docker run --env-file F` hands F to the container, `kubectl create secret
+    # --from-file F -o yaml` prints it). npm, pnpm, yarn, uv and cargo are not here: their
+    # arguments may be files, so they are unknown programs. Formatters: formatters.py.
+    "pip": _PIP, "pip3": _PIP,
+    "go": _u("none", reads="-modfile -overlay -pgo -C", writes="-o -coverprofile "
+             "-cpuprofile -memprofile -blockprofile -mutexprofile -trace -outputdir",
+             values="-ldflags -gcflags -asmflags -tags -run -bench -count -timeout -p "
+             "-covermode -coverpkg -mod -buildmode -compiler -exec -toolexec -X"),
+    "docker": _u("none", reads="--env-file -f --file --label-file --config",
+                 writes="--cidfile --iidfile -o --output",
+                 values="-v --volume --mount -e --env -p --publish -w --workdir --name "
+                        "--network -t --tag -u --user --entrypoint --platform -l --label "
+                        "--build-arg --target --format --filter -m --memory --cpus"),
+    "kubectl": _u("none", reads="-f --filename --kubeconfig --from-file --from-env-file -k "
+                  "--kustomize --client-key --client-certificate --certificate-authority "
+                  "--token-file", values="-n --namespace -o --output -l --selector "
+                  "--context --cluster --user -c --container --type --image"),
+    "helm": _u("none", reads="-f --values --set-file --kubeconfig --ca-file --cert-file "
+               "--key-file", values="-n --namespace --set --set-string --version "
+               "--kube-context -o --output --repo"),
+    "terraform": _u("none", reads="-var-file -chdir -state -backend-config",
+                    writes="-out -state-out -backup", values="-var -target -lock-timeout"),
+    "pytest": _u("read", reads="-c --rootdir --confcutdir", writes="--junitxml --junit-xml "
+                 "--result-log --html", values="-k -m -p -n --maxfail --tb --durations "
+                 "-o --override-ini --cov --cov-report --log-level --basetemp"),
+    "mypy": _u("read", reads="--config-file", writes="--junit-xml --cache-dir",
+               values="-p --package -m --module --python-version --platform --exclude "
+                      "--always-true --always-false --enable-error-code "
+                      "--disable-error-code"),
+    "tsc": _u("read", reads="-p --project", writes="--outDir --outFile --out "
+              "--declarationDir --tsBuildInfoFile", values="--target -t --module -m --lib "
+              "--jsx --moduleResolution"),
+    "jest": _u("none", reads="-c --config", writes="--outputFile --coverageDirectory"),
+    "tox": _u("none", reads="-c --conf", values="-e --env -p --parallel"),
+    "apt-get": _u("none", reads="-c --config-file"), "apt": _u("none", reads="-c"),
+    "brew": _u("none", reads="--file"), "systemctl": _u("none"),
+    "dig": _u("none", reads="-f -k"),
+    "npx": _u("none"), "ping": _u("none"), "ssh": _u("none", reads="-F -i"),
+    "journalctl": _u("none", reads="--file -D --directory --root --cursor-file"),
     "sudo": _u("none"), "timeout": _u("none"), "nice": _u("none"), "nohup": _u("none"),
     "tmux": _u("none"), "watch": _u("none"), "chroot": _u("none"), "flock": _u("none"),
     # -- arguments that are not files: modes, owners, dates, numbers, PIDs, expressions --

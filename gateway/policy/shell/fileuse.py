@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from gateway.policy.shell.filetable import FILE_USES, GIT_PATH_SUBCOMMANDS, FileUse, Mode
 from gateway.policy.shell.filetrees import recursive, tree, trees
+from gateway.policy.shell.formatters import RUN_AS_MODULES, formatter_of, formatter_uses
 from gateway.policy.shell.globs import crossing
 from gateway.policy.shell.words import Word
 
@@ -26,7 +27,13 @@ def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | Non
         return _git_trees(_git(words), words)
     module = _python_module(name, words)
     if module is not None:
-        return file_uses(f"python -m {module[0].text}", module) if module else None
+        if not module:
+            return None
+        inner = module[0].text
+        return file_uses(inner if inner in RUN_AS_MODULES else f"python -m {inner}", module)
+    formatter = formatter_of(name, words)
+    if formatter is not None:
+        return formatter_uses(*formatter)
     use = FILE_USES.get(name)
     if use is None:
         return None
@@ -54,7 +61,8 @@ def _python_module(name: str, words: Sequence[Word]) -> list[Word] | None:
         return None
     for i, word in enumerate(words[1:-1], start=1):
         if word.text == "-m":
-            known = f"python -m {words[i + 1].text}" in FILE_USES
+            module = words[i + 1].text
+            known = module in RUN_AS_MODULES or f"python -m {module}" in FILE_USES
             return list(words[i + 1:]) if known and not words[i + 1].dynamic else []
         if not word.text.startswith("-") or word.text == "-c":
             return None  # a script's or -c's arguments, not a module's
@@ -115,7 +123,7 @@ def _read_argv(name: str, use: FileUse, words: Sequence[Word]) -> _Argv:
 def _option_file(name: str, use: FileUse, option: str, value: Word) -> list[tuple[Mode, Word]]:
     """The file an option's value names, if it names one."""
     if option in use.reads:
-        return [("read", _at_file(name, value))]
+        return [("read", _keyed_file(option, _at_file(name, value)))]
     if option in use.writes:
         return [("write", value)]
     if name == "curl" and option in ("-d", "--data", "--data-urlencode", "-F", "--form"):
@@ -123,6 +131,18 @@ def _option_file(name: str, use: FileUse, option: str, value: Word) -> list[tupl
         if path is not None:
             return [("read", path)]
     return []
+
+
+_KEYED_FILES = frozenset({"--from-file", "--from-env-file", "--set-file"})
+"""kubectl's and helm's options whose value may be KEY=FILE."""
+
+
+def _keyed_file(option: str, value: Word) -> Word:
+    """`--from-file=key=.env`: the file after the key."""
+    key, eq, path = value.text.partition("=")
+    if option not in _KEYED_FILES or not eq or "/" in key:
+        return value
+    return Word(path, dynamic=value.dynamic)
 
 
 def _symbolic(words: Sequence[Word]) -> bool:
