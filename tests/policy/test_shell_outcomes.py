@@ -127,6 +127,9 @@ def test_a_link_made_to_a_protected_tree_is_a_write_of_it(
 # -- git grep over files git does not track --------------------------------------------------
 @pytest.mark.parametrize("command", [
     "git grep --no-index KEY", "git grep --no-index -C 1 KEY", "git grep --untracked -e KEY",
+    # git's own options before the subcommand
+    "git -C . grep --no-index KEY", "git -c color.ui=never grep --untracked KEY",
+    "git --work-tree . grep --no-index KEY",
 ])
 def test_git_grep_over_untracked_files_reads_the_tree(
         policy: Policy, project: Path, in_home: Path, command: str) -> None:
@@ -139,6 +142,28 @@ def test_git_grep_of_tracked_files_or_elsewhere_is_not_denied(
         policy: Policy, project: Path, in_home: Path) -> None:
     for command in ("git grep -n 'def main'", "git grep --no-index print src"):
         assert _decide(policy, command, project) == "abstain", command
+
+
+# -- options that read the names of files from a file ----------------------------------------
+@pytest.mark.parametrize("command", [
+    "sort --files0-from=.env 2>&1", "wc --files0-from=.env 2>&1", "du --files0-from .env 2>&1",
+    "tar -cf /dev/null -T .env 2>&1", "tar --files-from=.env -cf /dev/null 2>&1",
+    "find -files0-from .env 2>&1",
+])
+def test_a_file_of_names_is_read(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+@pytest.mark.parametrize("command", [
+    "sort --files0-from=names.txt", "tar -cf /tmp/src.tar -T names.txt",
+    "du -sh --exclude-from=names.txt src", "find -files0-from names.txt -name '*.py'",
+])
+def test_a_file_of_other_names_is_not_denied(
+        policy: Policy, project: Path, command: str) -> None:
+    (project / "names.txt").write_text("src/main.py\0")
+    assert _decide(policy, command, project) == "abstain", command
 
 
 # -- archives write their members --------------------------------------------------------------

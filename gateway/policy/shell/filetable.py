@@ -125,13 +125,14 @@ FILE_USES: dict[str, FileUse] = {
                 values="-e --rsh --rsync-path --exclude --include --filter -f --chmod "
                 "--chown --bwlimit --timeout -B --block-size"),
     "scp": _u("to-last", reads="-F -i", values="-P -o -c -l -J -S"),
-    "diff": _u("read", reads="--from-file --to-file", values="-C -U --context --unified "
-               "--label -L -x --exclude -X --exclude-from -I --ignore-matching-lines "
+    "diff": _u("read", reads="--from-file --to-file -X --exclude-from",
+               values="-C -U --context --unified "
+               "--label -L -x --exclude -I --ignore-matching-lines "
                "--line-format --tabsize --width -W"),
     "dd": _u("none"),
-    "tar": _u("archive", values="-b --blocking-factor -C --directory --exclude -T "
-              "--files-from -X --exclude-from -I --use-compress-program --owner --group "
-              "--mode --transform --xform -H --format"),
+    "tar": _u("archive", reads="-T --files-from -X --exclude-from",
+              values="-b --blocking-factor -C --directory --exclude -I "
+              "--use-compress-program --owner --group --mode --transform --xform -H --format"),
     "zip": _u("archive", values="-x --exclude -i --include -P --password -b --temp-path",
               globs=True),
     "7z": _u("archive", values="-p -o -w -x -i -t -m", globs=True),
@@ -155,7 +156,8 @@ FILE_USES: dict[str, FileUse] = {
     "gpg": _u("read", writes="-o --output", values="-r --recipient -u --local-user "
               "--default-key --passphrase"),
     "xargs": _u("none", reads="-a --arg-file"),
-    "find": _u("none", writes="-fprint -fprint0 -fprintf -fls", values="-name -iname -path "
+    "find": _u("none", reads="-files0-from", writes="-fprint -fprint0 -fprintf -fls",
+               values="-name -iname -path "
                "-ipath -type -maxdepth -mindepth -newer -perm -size -user -group -mtime "
                "-mmin -regex -iregex -printf -wholename -exec -execdir -ok -okdir"),
     "git": _u("none", writes="--output -o"),

@@ -111,13 +111,27 @@ def _read_argv(name: str, use: FileUse, words: Sequence[Word]) -> _Argv:
             opt, value = opt[:2], Word(opt[2:], dynamic=word.dynamic)
         if opt in use.in_place or (opt[:2] in use.in_place and not opt.startswith("--")):
             argv.in_place = True
-        if use.takes_value(opt) and value is None and following is not None:
+        named = _names_a_file(use, opt)
+        if (use.takes_value(opt) or named) and value is None and following is not None:
             value, i = following, i + 1
         if opt in use.pattern_opts:
             argv.pattern_given = True
-        if value is not None:
+        if value is not None and named:
+            argv.found += [("read", value), ("write", value)]
+        elif value is not None:
             argv.found.extend(_option_file(name, use, opt, value))
     return argv
+
+
+_FILE_OPTION = re.compile(r"--[a-z0-9-]+-(?:from|file)")
+"""A long option the table does not list that by its name takes a file (`sort
+--files0-from=F`, `du --exclude-from F`, `x --output-file F`)."""
+
+
+def _names_a_file(use: FileUse, option: str) -> bool:
+    """An option the table does not know, named as one that takes a file: read or written,
+    the gateway cannot tell which, so both."""
+    return not use.takes_value(option) and bool(_FILE_OPTION.fullmatch(option))
 
 
 def _option_file(name: str, use: FileUse, option: str, value: Word) -> list[tuple[Mode, Word]]:
@@ -305,8 +319,7 @@ def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
                 found.append(("write", target))
             continue
         if not sub:
-            if not text.startswith("-") and words[i - 1].text not in ("-C", "-c", "--git-dir",
-                                                                      "--work-tree"):
+            if i == _git_subcommand(words):
                 sub = text
             continue
         if text == "--":
@@ -335,34 +348,52 @@ def _git_trees(found: list[tuple[Mode, Word]], words: Sequence[Word]
     """`git rm -r DIR` removes everything under DIR (but with --cached); `git clean` the
     untracked files under its pathspecs, or the whole working tree, ignored files too with -x
     (but with -n)."""
-    texts = [w.text for w in words[1:]]
-    sub = next((t for t in texts if not t.startswith("-")), "")
+    at = _git_subcommand(words)
+    if at is None:
+        return found
+    sub, texts = words[at].text, [w.text for w in words[at:]]
     if sub == "rm" and "--cached" not in texts and any(t in ("-r", "--recursive") or (
             t.startswith("-") and not t.startswith("--") and "r" in t[1:]) for t in texts):
         return found + [(mode, tree(w)) for mode, w in found if not w.dynamic]
     if sub == "grep" and ("--no-index" in texts or "--untracked" in texts):
-        return found + [("read", tree(w)) for w in _git_grep_paths(words) if not w.dynamic]
+        return found + [("read", tree(w)) for w in _git_grep_paths(words[at + 1:])
+                        if not w.dynamic]
     if sub == "clean" and not any(t in ("--dry-run", "-n") or (
             t.startswith("-") and not t.startswith("--") and "n" in t[1:]) for t in texts):
-        after = texts[texts.index("clean") + 1:]
-        paths = [w for w in words[len(words) - len(after):] if not w.text.startswith("-")]
+        paths = [w for w in words[at + 1:] if not w.text.startswith("-")]
         return found + [("write", tree(w)) for w in paths or [Word(".")] if not w.dynamic]
     return found
+
+
+_GIT_GLOBAL_VALUES = frozenset(("-C", "-c", "--git-dir", "--work-tree", "--namespace",
+                                "--config-env", "--super-prefix", "--exec-path"))
+"""git's own options that take the next word (`git -C DIR grep`): no subcommand."""
+
+
+def _git_subcommand(words: Sequence[Word]) -> int | None:
+    """Where git's subcommand is in `words` (after git's own options and their values)."""
+    skip = False
+    for i, word in enumerate(words[1:], start=1):
+        if skip:
+            skip = False
+        elif word.text in _GIT_GLOBAL_VALUES:
+            skip = True
+        elif not word.text.startswith("-"):
+            return i
+    return None
 
 
 _GIT_GREP_VALUES = frozenset(("-A", "-B", "-C", "-m", "-e", "-f", "--max-count", "--max-depth",
                               "--threads", "--after-context", "--before-context", "--context"))
 
 
-def _git_grep_paths(words: Sequence[Word]) -> list[Word]:
+def _git_grep_paths(argv: Sequence[Word]) -> list[Word]:
     """What `git grep --no-index|--untracked` searches, whole: its pathspecs (after the
-    pattern, unless -e/-f gives it), or the working directory."""
-    texts = [w.text for w in words]
-    start = texts.index("grep") + 1
+    pattern, unless -e/-f gives it), or the working directory (`argv`: after `grep`)."""
     operands: list[Word] = []
     pattern_given = False
     skip = False
-    for word in words[start:]:
+    for word in argv:
         if skip:
             skip = False
         elif word.text == "--" or not word.text.startswith("-"):
