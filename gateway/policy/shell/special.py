@@ -320,6 +320,13 @@ def _make(words: Sequence[Word]) -> SpecialRun:
     return run
 
 
+_SQL_FILES = re.compile(r"\b(?:readfile|writefile|edit|load_extension)\s*\(|\battach\b"
+                        r"|\bvacuum\s+into\b|^\s*\.(?:save|backup|restore|open|clone|excel|"
+                        r"log|trace|iotrace|archive|ar|dump\s+--)", re.I | re.M)
+"""SQL and dot-commands that read or write files the SQL names (`select readfile('.env')`,
+`attach 'x.db'`): not analysed."""
+
+
 def _sqlite(words: Sequence[Word]) -> SpecialRun:
     run = _options("sqlite3", programs.CODE_OPTIONS["sqlite3"], words)
     for word in words[2:]:
@@ -327,6 +334,8 @@ def _sqlite(words: Sequence[Word]) -> SpecialRun:
             run.fail("sqlite3 runs SQL computed at run time")
         elif _SQL_SHELL.search(word.text) or "|" in word.text:
             run.fail("sqlite3 runs a dot-command that starts programs")
+        elif _SQL_FILES.search(word.text):
+            run.fail("sqlite3 runs SQL that reads or writes files it names")
     return run
 
 

@@ -45,9 +45,11 @@ class Variables:
     inherited: set[str] = field(default_factory=set)
     """Names used where their value may still be the inherited one."""
 
-    def bind(self, name: str, value: Word, unconditional: bool = False) -> None:
+    def bind(self, name: str, value: Word, unconditional: bool = False,
+             settles: bool = False) -> None:
+        """`settles`: a dynamic value known once the walk ends (`$(mktemp -d)`)."""
         self.bound.setdefault(name, []).append(value)
-        if unconditional and not value.dynamic:
+        if unconditional and (settles or not value.dynamic):
             self.dominated.add(name)
 
     def unknown(self, name: str) -> None:

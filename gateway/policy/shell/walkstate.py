@@ -24,7 +24,12 @@ from gateway.policy.shell.files import Files, resolve
 from gateway.policy.shell.filetrees import tree
 from gateway.policy.shell.fileuse import file_uses
 from gateway.policy.shell.globs import alternatives, is_glob, is_pattern
-from gateway.policy.shell.producers import literal_output, produced_directories
+from gateway.policy.shell.producers import (
+    literal_output,
+    mktemp_made,
+    produced_directories,
+    produced_form,
+)
 from gateway.policy.shell.scanned import (
     INHERITED,
     Access,
@@ -118,7 +123,8 @@ class WalkState:
 
     def bind(self, name: str, value: Word, node: Node | None = None, depth: int = 1) -> None:
         """A value bound to a shell variable (unknown when dynamic)."""
-        self.variables.bind(name, value, node is not None and depth == 0 and self.top_level(node))
+        self.variables.bind(name, value, node is not None and depth == 0 and self.top_level(node),
+                            settles=value.dynamic and produced_form(value.text))
 
     def top_level(self, node: Node) -> bool:
         """Runs unconditionally in the command's own shell: no list, loop, branch, function,
@@ -207,6 +213,9 @@ class WalkState:
         words = brace_expanded(words)
         if name in EXTRACTORS:
             self.extracted(name, words, text)
+        if name == "mktemp":
+            self.made_by_mktemp(words, text)
+            return
         uses = file_uses(name, words)
         if uses is None:
             # An unknown program: any argument may be a file it opens, to read or to write
@@ -225,6 +234,13 @@ class WalkState:
                         own=len(self.commands) - 1)
         self.directories(name, words)
 
+    def made_by_mktemp(self, words: Sequence[Word], text: str) -> None:
+        """mktemp makes a file (or directory) where its template, -p or TMPDIR say."""
+        made = mktemp_made(words, self._variable("TMPDIR"))
+        unknown = [Word("$TMPDIR/tmp.XXXXXXXXXX", dynamic=True)]  # TMPDIR computed at run time
+        for path in made if made is not None else unknown:
+            self.access("write", path, text, own=len(self.commands) - 1)
+
     def directories(self, name: str, words: Sequence[Word]) -> None:
         """cd DIR, git -C DIR, make -C DIR: later relative paths may be under DIR."""
         targets: list[Word] = []
@@ -240,6 +256,18 @@ class WalkState:
                 self.cds_by_value.append(target)
             else:
                 self.cwds.append(resolve(target.text, self.cwds[-1] if self.cwds else self.cwd))
+
+    def settle_produced(self) -> None:
+        """`t=$(mktemp -d)`, `d=$(pwd)`: a name bound to a substitution whose output is known
+        by its form (producers.py) holds those paths. Known once the whole command is
+        walked: TMPDIR may be bound after, in a loop."""
+        for values in self.variables.bound.values():
+            settled: list[Word] = []
+            for value in values:
+                made = produced_directories(value.text, self.cwds, self._variable,
+                                            files=True) if value.dynamic else None
+                settled += [Word(resolve(p, self.cwd or "/")) for p in made] if made else [value]
+            values[:] = settled
 
     def settle_cwds(self) -> None:
         """`cd "$HOME"`, `cd "$d"`: directories known once the whole command is walked, by

@@ -1,0 +1,176 @@
+"""The files a git command line reads and writes: paths after `--` or `rev:path`, operands
+of the subcommands that take paths, `-o`/`--output` and `config -f` files, what `rm -r`,
+`clean` and `grep --no-index` reach under a directory, and what `init`, `clone`, `worktree
+add`, `bundle create` and `submodule add` make."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gateway.policy.shell.filetable import GIT_PATH_SUBCOMMANDS, Mode
+from gateway.policy.shell.filetrees import tree
+from gateway.policy.shell.globs import program_glob
+from gateway.policy.shell.words import Word
+
+
+def git_file_uses(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
+    """(mode, path) for each file `words` (git's argv) names."""
+    return _git_trees(_git(words), words)
+
+
+def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
+    found: list[tuple[Mode, Word]] = []
+    sub = ""
+    after_dashdash = False
+    for i, word in enumerate(words[1:], start=1):
+        text = word.text
+        if sub == "config" and (text in ("-f", "--file") or text.startswith("--file=")):
+            value = text.partition("=")[2]
+            target = Word(value) if value else (words[i + 1] if i + 1 < len(words) else None)
+            if target is not None:  # read, and written by a setting
+                found += [("read", target), ("write", target)]
+            continue
+        if text.startswith(("--output=", "-o")) and sub in ("diff", "log", "show",
+                                                            "format-patch", "archive"):
+            value = text.partition("=")[2] if text.startswith("--output=") else text[2:]
+            target = Word(value) if value else (words[i + 1] if i + 1 < len(words) else None)
+            if target is not None:
+                found.append(("write", target))
+            continue
+        if not sub:
+            if i == _git_subcommand(words):
+                sub = text
+            continue
+        if text == "--":
+            after_dashdash = True
+            continue
+        mode = GIT_PATH_SUBCOMMANDS.get(sub)
+        if mode is None or text.startswith("-"):
+            continue
+        if text.startswith(":") and text[1:2] in ("(", "/", "!", "^"):
+            # pathspec magic (:(icase).ENV, :/x, :!x): any file may be meant
+            found.append((mode, Word(f"$({text})", dynamic=True, lead_dynamic=True)))
+        elif ":" in text:
+            path = text.split(":", 1)[1]
+            if path:
+                found.append(("read", Word(path, dynamic=word.dynamic)))
+        elif after_dashdash or mode == "read" or sub in ("rm", "mv"):
+            # A pathspec (git matches globs itself). Before `--` an operand of a reading
+            # subcommand that names no revision is a path (`git diff .env`, `git blame .env`,
+            # `git diff --no-index x .env`).
+            found.append((mode, program_glob(word)))
+    return found
+
+
+def _git_trees(found: list[tuple[Mode, Word]], words: Sequence[Word]
+               ) -> list[tuple[Mode, Word]]:
+    """`git rm -r DIR` removes everything under DIR (but with --cached); `git clean` the
+    untracked files under its pathspecs, or the whole working tree, ignored files too with -x
+    (but with -n)."""
+    at = _git_subcommand(words)
+    if at is None:
+        return found
+    sub, texts = words[at].text, [w.text for w in words[at:]]
+    if sub == "rm" and "--cached" not in texts and any(t in ("-r", "--recursive") or (
+            t.startswith("-") and not t.startswith("--") and "r" in t[1:]) for t in texts):
+        return found + [(mode, tree(w)) for mode, w in found if not w.dynamic]
+    made = _git_made(sub, words[at + 1:])
+    if made is not None:
+        return [*found, ("write", made), ("write", tree(made))]
+    if sub == "grep" and ("--no-index" in texts or "--untracked" in texts):
+        return found + [("read", tree(w)) for w in _git_grep_paths(words[at + 1:])
+                        if not w.dynamic]
+    if sub == "clean" and not any(t in ("--dry-run", "-n") or (
+            t.startswith("-") and not t.startswith("--") and "n" in t[1:]) for t in texts):
+        paths = [w for w in words[at + 1:] if not w.text.startswith("-")]
+        return found + [("write", tree(w)) for w in paths or [Word(".")] if not w.dynamic]
+    return found
+
+
+_GIT_MAKERS: dict[str, tuple[int, frozenset[str]]] = {
+    "init": (0, frozenset(("--template", "--separate-git-dir", "-b", "--initial-branch",
+                           "--object-format", "--ref-format"))),
+    "clone": (1, frozenset(("-b", "--branch", "-o", "--origin", "--depth", "--reference",
+                            "--separate-git-dir", "-c", "--config", "--template", "-u",
+                            "--upload-pack", "--filter", "-j", "--jobs", "--bundle-uri",
+                            "--shallow-since", "--shallow-exclude", "--server-option"))),
+    "worktree": (1, frozenset(("-b", "-B", "--reason"))),
+    "bundle": (1, frozenset()),
+    "submodule": (2, frozenset(("-b", "--branch", "--name", "--reference", "--depth"))),
+}
+"""git subcommands that make a directory or file: (how many operands come before it, the
+options that take a value). `git init [DIR]`, `git clone REPO [DIR]`, `git worktree add PATH`,
+`git bundle create FILE`, `git submodule add REPO [PATH]`."""
+
+
+def _git_made(sub: str, argv: Sequence[Word]) -> Word | None:
+    """What a git subcommand makes (a repository, a work tree, a bundle), written with
+    everything under it."""
+    spec = _GIT_MAKERS.get(sub)
+    if spec is None:
+        return None
+    before, values = spec
+    operands: list[Word] = []
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word.text.startswith("-"):
+            skip = word.text in values
+        else:
+            operands.append(word)
+    if sub in ("worktree", "bundle", "submodule"):
+        if not operands or operands[0].text not in ("add", "create"):
+            return None
+        operands = operands[1:]
+        before -= 1
+    if sub == "init":  # the repository inside the directory, which may hold other files
+        where = operands[0] if operands else Word(".")
+        return Word(where.text.rstrip("/") + "/.git", dynamic=where.dynamic)
+    if len(operands) > before:
+        return operands[before]
+    if sub == "clone" and operands:  # REPO's last name, without .git
+        name = operands[0].text.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+        return Word(name.removesuffix(".git") or ".", dynamic=operands[0].dynamic)
+    return None
+
+
+_GIT_GLOBAL_VALUES = frozenset(("-C", "-c", "--git-dir", "--work-tree", "--namespace",
+                                "--config-env", "--super-prefix", "--exec-path"))
+"""git's own options that take the next word (`git -C DIR grep`): no subcommand."""
+
+
+def _git_subcommand(words: Sequence[Word]) -> int | None:
+    """Where git's subcommand is in `words` (after git's own options and their values)."""
+    skip = False
+    for i, word in enumerate(words[1:], start=1):
+        if skip:
+            skip = False
+        elif word.text in _GIT_GLOBAL_VALUES:
+            skip = True
+        elif not word.text.startswith("-"):
+            return i
+    return None
+
+
+_GIT_GREP_VALUES = frozenset(("-A", "-B", "-C", "-m", "-e", "-f", "--max-count", "--max-depth",
+                              "--threads", "--after-context", "--before-context", "--context"))
+
+
+def _git_grep_paths(argv: Sequence[Word]) -> list[Word]:
+    """What `git grep --no-index|--untracked` searches, whole: its pathspecs (after the
+    pattern, unless -e/-f gives it), or the working directory (`argv`: after `grep`)."""
+    operands: list[Word] = []
+    pattern_given = False
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word.text == "--" or not word.text.startswith("-"):
+            operands.append(word)
+        else:
+            skip = word.text in _GIT_GREP_VALUES
+            pattern_given = pattern_given or word.text in ("-e", "-f")
+    operands = [w for w in operands if w.text != "--"]
+    paths = operands if pattern_given else operands[1:]
+    return paths or [Word(".")]
