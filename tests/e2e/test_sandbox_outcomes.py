@@ -388,7 +388,13 @@ def test_a_policy_without_the_key_is_decided_by_the_hook_alone(sandbox: Sandbox,
                 "x=.github; y=workflows; echo hi > $x/$y/ci.yml",
                 "tar -C .github/workflows -xf <(tar -cf - notes.txt)",
                 "mv -t /tmp .github/workflows/ci.yml", "history -r .env; history",
-                "cmake -E copy notes.txt .github/workflows/ci.yml", "find .github -delete"]
+                "cmake -E copy notes.txt .github/workflows/ci.yml", "find .github -delete",
+                # formatters and installers, files of names, git's own options, what a
+                # command makes where it is told, SQL that reads files
+                "ruff check .env", "pip install --no-index -r .env 2>&1",
+                "sort --files0-from=.env 2>&1", "git -C . grep --no-index TOKEN",
+                "mktemp -p .github/workflows", "git init -q .github/workflows/x",
+                "sqlite3 :memory: \"select readfile('.env')\""]
     server = scripted({"responses": [_bash(attempts, "n", "prompt"),
                                      {"when": "tool_result", "text": "done"}]})
     out = gateway_run(sandbox, "look", "--policy", str(project.policy),
