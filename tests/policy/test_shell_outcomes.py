@@ -357,3 +357,42 @@ def test_a_file_reached_through_sql_or_a_temporary_directory_is_read(
         pytest.skip("sqlite3 is not installed here: the outcome cannot be shown")
     assert _decide(policy, command, project) == "deny", command
     assert SECRET in _run(command, project, in_home), command
+
+
+# -- files a program reads for its message, its dates, its page -----------------------------
+_GIT_IDENTITY = "git -c user.name=t -c user.email=t@example.com"
+
+
+@pytest.mark.parametrize("command", [
+    "date -f .env 2>&1", "date --file=.env 2>&1", "man -l .env 2>&1 | cat",
+    "man ./.env 2>&1 | cat",
+    f"git init -q && {_GIT_IDENTITY} commit -q --allow-empty -F .env && git log -1",
+    f"git init -q && {_GIT_IDENTITY} commit -q --allow-empty --file=.env && git log -1",
+    f"git init -q && {_GIT_IDENTITY} commit -q --allow-empty -m x && "
+    f"{_GIT_IDENTITY} tag -a v1 -F .env && git show v1",
+])
+def test_a_file_a_program_takes_its_input_from_is_read(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    if "man " in command and shutil.which("man") is None:
+        pytest.skip("man is not installed here: the outcome cannot be shown")
+    assert _decide(policy, command, project) == "deny", command
+    shown = _run(command, project, in_home).replace("\u2010", "-")  # man's typeset hyphens
+    assert SECRET in shown, command
+
+
+def test_a_lock_file_is_made_where_flock_is_told(
+        policy: Policy, project: Path, in_home: Path, workflows: Path) -> None:
+    command = "flock .github/workflows/lock true"
+    assert _decide(policy, command, project) == "deny"
+    if shutil.which("flock") is not None:
+        assert _changes(command, project, in_home, workflows)
+
+
+@pytest.mark.parametrize("command", [
+    "date -f dates.txt", "man ls", "man -k printf", "flock /tmp/build.lock make -v",
+    "flock -n 9", f"{_GIT_IDENTITY} commit -q --allow-empty -F msg.txt",
+    "git tag -a v1 -m release",
+])
+def test_the_same_programs_over_other_files_are_not_denied(
+        policy: Policy, project: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command

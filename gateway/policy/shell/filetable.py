@@ -172,11 +172,14 @@ FILE_USES: dict[str, FileUse] = {
     "mktemp": _u("none"), "kill": _u("none"), "sleep": _u("none"), "true": _u("none"),
     "false": _u("none"), ":": _u("none"), "export": _u("none"), "declare": _u("none"),
     "local": _u("none"), "unset": _u("none"), "set": _u("none"), "shopt": _u("none"),
-    "alias": _u("none"), "date": _u("none"), "env": _u("none"), "printenv": _u("none"),
+    "alias": _u("none"), "date": _u("none", reads="-f --file -r --reference"),
+    "env": _u("none"), "printenv": _u("none"),
     "pwd": _u("none"), "id": _u("none"), "whoami": _u("none"), "uname": _u("none"),
-    "hostname": _u("none"), "ps": _u("none"), "pgrep": _u("none"), "pkill": _u("none"),
+    "hostname": _u("none", reads="-F --file"), "ps": _u("none"), "pgrep": _u("none"),
+    "pkill": _u("none"),
     "seq": _u("none"), "yes": _u("none"), "expr": _u("none"), "wait": _u("none"),
-    "jobs": _u("none"), "history": _u("read", values="-d -s -p"), "man": _u("none"),
+    "jobs": _u("none"), "history": _u("read", values="-d -s -p"),
+    "man": _u("none", values="-P -M -S -L -C -p -E"),
     "help": _u("none"),
     # Developer tools whose operands are no files, with the options that name one: what
     # they read they print or send on (`pip install -r F` shows a line it cannot parse,
@@ -220,7 +223,9 @@ FILE_USES: dict[str, FileUse] = {
     "npx": _u("none"), "ping": _u("none"), "ssh": _u("none", reads="-F -i"),
     "journalctl": _u("none", reads="--file -D --directory --root --cursor-file"),
     "sudo": _u("none"), "timeout": _u("none"), "nice": _u("none"), "nohup": _u("none"),
-    "tmux": _u("none"), "watch": _u("none"), "chroot": _u("none"), "flock": _u("none"),
+    "tmux": _u("none", reads="-f", writes="-S", values="-L -T"), "watch": _u("none"),
+    "chroot": _u("none"),
+    "flock": _u("none", values="-w --timeout -E --conflict-exit-code"),
     # -- arguments that are not files: modes, owners, dates, numbers, PIDs, expressions --
     "chmod": _u("value-then-write", values="--reference", pattern="--reference",
                 value_word=r"-[rwxXstugoa=+,-]+"),
@@ -250,7 +255,7 @@ FILE_USES: dict[str, FileUse] = {
     "nslookup": _u("none"), "host": _u("none"), "traceroute": _u("none"),
     "ss": _u("none"), "netstat": _u("none"), "ip": _u("none"), "ifconfig": _u("none"),
     "whereis": _u("none"), "whatis": _u("none"), "apropos": _u("none"), "tldr": _u("none"),
-    "info": _u("none"), "fg": _u("none"), "bg": _u("none"), "disown": _u("none"),
+    "info": _u("none", reads="-f --file"), "fg": _u("none"), "bg": _u("none"), "disown": _u("none"),
 }
 
 FILE_USES.update({

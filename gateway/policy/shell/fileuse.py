@@ -46,6 +46,7 @@ def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | Non
     if linking:
         operands = [*(_linked(w, operands[-1]) for w in operands[:-1]), operands[-1]]
     named = _operands(use, name, operands, argv.pattern_given, argv.in_place)
+    named += _named_by_position(name, words, operands)
     if name == "install" and any(w.text in ("-d", "--directory") for w in words[1:]):
         named = [("write", w) for w in operands]  # each operand a directory it makes
     named += _moved_away(name, words, operands)
@@ -215,6 +216,19 @@ def _operands(use: FileUse, name: str, operands: list[Word], pattern_given: bool
     if in_place:
         found += [("write", w) for w in operands]
     return found
+
+
+def _named_by_position(name: str, words: Sequence[Word], operands: list[Word]
+                       ) -> list[tuple[Mode, Word]]:
+    """Operands a program takes as files by their place or form: the lock file `flock`
+    opens (and creates) before the command it runs; a page `man` is given as a path (with a
+    slash, or every one with -l)."""
+    if name == "flock" and operands and not operands[0].text.isdigit():
+        return [("write", operands[0])]
+    if name == "man":
+        local = any(w.text in ("-l", "--local-file") for w in words[1:])
+        return [("read", w) for w in operands if local or "/" in w.text]
+    return []
 
 
 def _moved_away(name: str, words: Sequence[Word], operands: list[Word]

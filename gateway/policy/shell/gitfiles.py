@@ -30,6 +30,13 @@ def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
             if target is not None:  # read, and written by a setting
                 found += [("read", target), ("write", target)]
             continue
+        option = text.partition("=")[0]
+        if sub in _MESSAGE_FILES and option in _MESSAGE_FILES[sub]:
+            value = text.partition("=")[2]
+            target = Word(value) if value else (words[i + 1] if i + 1 < len(words) else None)
+            if target is not None:  # the message, kept in the history (git log shows it)
+                found.append(("read", target))
+            continue
         if text.startswith(("--output=", "-o")) and sub in ("diff", "log", "show",
                                                             "format-patch", "archive"):
             value = text.partition("=")[2] if text.startswith("--output=") else text[2:]
@@ -86,6 +93,12 @@ def _git_trees(found: list[tuple[Mode, Word]], words: Sequence[Word]
         return found + [("write", tree(w)) for w in paths or [Word(".")] if not w.dynamic]
     return found
 
+
+_MESSAGE_FILES = {
+    "commit": frozenset(("-F", "--file", "-t", "--template")),
+    **dict.fromkeys(("tag", "notes", "merge", "commit-tree"), frozenset(("-F", "--file"))),
+}
+"""Options that take a message from a file (`git commit -F .env` puts it in the log)."""
 
 _GIT_MAKERS: dict[str, tuple[int, frozenset[str]]] = {
     "init": (0, frozenset(("--template", "--separate-git-dir", "-b", "--initial-branch",
