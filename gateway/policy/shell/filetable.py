@@ -39,20 +39,23 @@ class FileUse:
     """Options that take a name and then a file that is read (jq --rawfile NAME FILE)."""
     value_word: str = ""
     """An option-like word that is the leading value operand (chmod -w FILE)."""
+    lists: frozenset[str] = frozenset()
+    """Options whose value is a file of names the program then reads (tar -T F): the names
+    are only known when it runs. `-` or an option given no value: from stdin."""
 
     def takes_value(self, option: str) -> bool:
         """Whether the option takes a value (a file or not)."""
         return (option in self.reads or option in self.writes or option in self.values
-                or option in self.pattern_opts)
+                or option in self.pattern_opts or option in self.lists)
 
 
 def _u(operands: Operands = "read", reads: str = "", writes: str = "", values: str = "",
        pattern: str = "", in_place: str = "", globs: bool = False, pairs: str = "",
-       pair_reads: str = "", value_word: str = "") -> FileUse:
+       pair_reads: str = "", value_word: str = "", lists: str = "") -> FileUse:
     return FileUse(operands, frozenset(reads.split()), frozenset(writes.split()),
                    frozenset(values.split()), frozenset(pattern.split()),
                    frozenset(in_place.split()), globs, frozenset(pairs.split()),
-                   frozenset(pair_reads.split()), value_word)
+                   frozenset(pair_reads.split()), value_word, frozenset(lists.split()))
 
 
 READERS = ("cat tac head tail less more most nl wc base64 base32 basenc od hexdump strings "
@@ -121,7 +124,7 @@ FILE_USES: dict[str, FileUse] = {
                   writes="-t --target-directory"),
     "ln": _u("to-last", values="-S --suffix", writes="-t --target-directory"),
     "link": _u("to-last"),
-    "rsync": _u("to-last", reads="--files-from --exclude-from --include-from",
+    "rsync": _u("to-last", reads="--exclude-from --include-from", lists="--files-from",
                 values="-e --rsh --rsync-path --exclude --include --filter -f --chmod "
                 "--chown --bwlimit --timeout -B --block-size"),
     "scp": _u("to-last", reads="-F -i", values="-P -o -c -l -J -S"),
@@ -130,7 +133,7 @@ FILE_USES: dict[str, FileUse] = {
                "--label -L -x --exclude -I --ignore-matching-lines "
                "--line-format --tabsize --width -W"),
     "dd": _u("none"),
-    "tar": _u("archive", reads="-T --files-from -X --exclude-from",
+    "tar": _u("archive", reads="-X --exclude-from", lists="-T --files-from",
               values="-b --blocking-factor -C --directory --exclude -I "
               "--use-compress-program --owner --group --mode --transform --xform -H --format"),
     "zip": _u("archive", values="-x --exclude -i --include -P --password -b --temp-path",
@@ -164,7 +167,8 @@ FILE_USES: dict[str, FileUse] = {
     "make": _u("none", reads="-f --file --makefile", values="-C --directory -j --jobs "
                "-I --include-dir -o --old-file -W --what-if"),
     **{name: _u("none") for name in BUILTINS.split()},
-    "ls": _u("none"), "dir": _u("none"), "tree": _u("none"), "stat": _u("none"),
+    "ls": _u("none"), "dir": _u("none"), "stat": _u("none"),
+    "tree": _u("none", values="-L -P -I --charset -o --filelimit --timefmt"),
     "du": _u("none"), "df": _u("none"), "realpath": _u("none"), "readlink": _u("none"),
     "basename": _u("none"), "dirname": _u("none"), "echo": _u("none"), "printf": _u("none"),
     "test": _u("none"), "[": _u("none"), "[[": _u("none"), "cd": _u("none"),
@@ -178,7 +182,7 @@ FILE_USES: dict[str, FileUse] = {
     "hostname": _u("none", reads="-F --file"), "ps": _u("none"), "pgrep": _u("none"),
     "pkill": _u("none"),
     "seq": _u("none"), "yes": _u("none"), "expr": _u("none"), "wait": _u("none"),
-    "jobs": _u("none"), "history": _u("read", values="-d -s -p"),
+    "jobs": _u("none"), "history": _u("read", values="-d -s -p"), "bind": _u("none", reads="-f"),
     "man": _u("none", values="-P -M -S -L -C -p -E"),
     "help": _u("none"),
     # Developer tools whose operands are no files, with the options that name one: what
@@ -253,7 +257,10 @@ FILE_USES: dict[str, FileUse] = {
     "tput": _u("none"), "stty": _u("none"), "tty": _u("none"), "locale": _u("none"),
     "getconf": _u("none"), "uuidgen": _u("none"), "nc": _u("none"), "ncat": _u("none"),
     "nslookup": _u("none"), "host": _u("none"), "traceroute": _u("none"),
-    "ss": _u("none"), "netstat": _u("none"), "ip": _u("none"), "ifconfig": _u("none"),
+    "ss": _u("none"), "netstat": _u("none"), "ifconfig": _u("none"),
+    "ip": _u("none", reads="-b -batch"),
+    "cpio": _u("none", reads="-F --file -E --pattern-file -I", writes="-O",
+               values="-H --format -D --directory -R --owner -C --io-size -M --message"),
     "whereis": _u("none"), "whatis": _u("none"), "apropos": _u("none"), "tldr": _u("none"),
     "info": _u("none", reads="-f --file"), "fg": _u("none"), "bg": _u("none"), "disown": _u("none"),
 }

@@ -110,32 +110,34 @@ def _read_argv(name: str, use: FileUse, words: Sequence[Word]) -> _Argv:
             continue
         opt, eq, attached = text.partition("=")
         value = Word(attached, dynamic=word.dynamic) if eq else None
-        if not eq and not opt.startswith("--") and len(opt) > 2 and opt[:2] in (
-                use.reads | use.writes | use.values | use.pattern_opts):
+        if not eq and not opt.startswith("--") and len(opt) > 2 and not use.takes_value(opt) and (
+                use.takes_value(opt[:2])):
             opt, value = opt[:2], Word(opt[2:], dynamic=word.dynamic)
         if opt in use.in_place or (opt[:2] in use.in_place and not opt.startswith("--")):
             argv.in_place = True
-        named = _names_a_file(use, opt)
+        named = not use.takes_value(opt) and bool(_FILE_OPTION.fullmatch(opt))
         if (use.takes_value(opt) or named) and value is None and following is not None:
             value, i = following, i + 1
         if opt in use.pattern_opts:
             argv.pattern_given = True
-        if value is not None and named:
+        if value is None:
+            continue
+        if opt in use.lists or (named and _LIST_OPTION.fullmatch(opt)):
+            argv.found += [("read", value), ("read", LISTED_NAMES)]
+        elif named:  # read or written: the gateway cannot tell which, so both
             argv.found += [("read", value), ("write", value)]
-        elif value is not None:
+        else:
             argv.found.extend(_option_file(name, use, opt, value))
     return argv
 
 
 _FILE_OPTION = re.compile(r"--[a-z0-9-]+-(?:from|file)")
-"""A long option the table does not list that by its name takes a file (`sort
---files0-from=F`, `du --exclude-from F`, `x --output-file F`)."""
-
-
-def _names_a_file(use: FileUse, option: str) -> bool:
-    """An option the table does not know, named as one that takes a file: read or written,
-    the gateway cannot tell which, so both."""
-    return not use.takes_value(option) and bool(_FILE_OPTION.fullmatch(option))
+"""A long option the table does not list that by its name takes a file (`du --exclude-from
+F`, `x --output-file F`)."""
+_LIST_OPTION = re.compile(r"--files0?-from")
+"""Of those, one whose file lists the names the program reads (`sort --files0-from=F`)."""
+LISTED_NAMES = Word("$(the names a list gives)", dynamic=True, lead_dynamic=True)
+"""What a program reads from a list of names (a file, or its input): known when it runs."""
 
 
 def _option_file(name: str, use: FileUse, option: str, value: Word) -> list[tuple[Mode, Word]]:
@@ -222,12 +224,20 @@ def _named_by_position(name: str, words: Sequence[Word], operands: list[Word]
                        ) -> list[tuple[Mode, Word]]:
     """Operands a program takes as files by their place or form: the lock file `flock`
     opens (and creates) before the command it runs; a page `man` is given as a path (with a
-    slash, or every one with -l)."""
+    slash, or every one with -l); listings `tree --fromfile` prints; and the files `zip -@`
+    and `cpio -o` read by the names their input lists."""
     if name == "flock" and operands and not operands[0].text.isdigit():
         return [("write", operands[0])]
+    texts = {w.text for w in words[1:]}
     if name == "man":
-        local = any(w.text in ("-l", "--local-file") for w in words[1:])
+        local = bool(texts & {"-l", "--local-file"})
         return [("read", w) for w in operands if local or "/" in w.text]
+    if name == "tree" and any(t.startswith("--fromfile") for t in texts):
+        given = [Word(t.partition("=")[2]) for t in texts if t.startswith("--fromfile=")]
+        return [("read", w) for w in [*operands, *given]]  # listings it prints
+    if (name == "zip" and texts & {"-@", "--names-stdin"}) or (
+            name == "cpio" and texts & {"-o", "--create"}):
+        return [("read", LISTED_NAMES)]  # the names its input lists
     return []
 
 
