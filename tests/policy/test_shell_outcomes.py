@@ -404,3 +404,27 @@ def test_a_lock_file_is_made_where_flock_is_told(
 def test_the_same_programs_over_other_files_are_not_denied(
         policy: Policy, project: Path, command: str) -> None:
     assert _decide(policy, command, project) == "abstain", command
+
+
+# -- a file an interpreter runs before the program --------------------------------------------
+@pytest.mark.parametrize("command", [
+    "echo '<?php' > x.php; php -d auto_prepend_file=.env x.php",
+    "echo '<?php' > x.php; php -d auto_append_file=./.env -f x.php",
+    "node -r ./.env -e 1 2>&1", "node --require=./.env -e 1 2>&1",
+])
+def test_a_file_loaded_before_the_program_is_read(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    program = command.split("; ")[-1].split()[0]
+    if shutil.which(program) is None:
+        pytest.skip(f"{program} is not installed here: the outcome cannot be shown")
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+@pytest.mark.parametrize("command", [
+    "php -d memory_limit=1G -r 'echo 1;'", "node -r dotenv/config -e 1",
+    "ruby -rjson -e 'puts 1'", "node -r ./src/main.py -e 1",
+])
+def test_loading_other_files_or_modules_is_not_denied(
+        policy: Policy, project: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command

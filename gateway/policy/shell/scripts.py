@@ -159,6 +159,9 @@ class ScriptReading(WalkState):
             self.access("write", path, name, own=index)
         if inline.script_path is not None:
             self.access("read", inline.script_path, self.commands[index].text)
+        for load in inline.loads:  # a file it runs first (ruby -r./x, php auto_prepend_file)
+            if language == "php" or "/" in load.text or load.text.startswith("."):
+                self.access("read", load, self.commands[index].text)
         if inline.source is not None or inline.from_stdin or inline.loads:
             self.commands[index] = replace_command(self.commands[index], carries_code=(
                 f"{name} runs code given in its arguments or input"))
