@@ -41,12 +41,16 @@ def test_the_readme_lists_no_limitation_the_docs_dropped() -> None:
     assert "no turn spans" not in readme and "no turn spans" not in "".join(_limitations())
 
 
-def test_a_patch_applied_without_the_sandbox_is_not_checked_against_edit_rules(
+def test_what_git_restores_from_its_history_is_not_checked_against_edit_rules(
         tmp_path: Path) -> None:
-    """The names `git apply` writes are the patch's: without the OS sandbox the hook lets it
-    change a guarded workflow (an archive's members are checked, a patch's not)."""
+    """`git checkout .` rewrites the workflow from a commit: without the OS sandbox the hook
+    lets it (a patch's files are checked: `git apply` of the same change is denied)."""
     workflow = tmp_path / ".github" / "workflows" / "ci.yml"
     workflow.parent.mkdir(parents=True)
+    workflow.write_text("pwned\n")
+    git = "git -c user.name=t -c user.email=t@example.com"
+    subprocess.run(["bash", "-c", f"git init -q && git add -A && {git} commit -qm x"],
+                   cwd=tmp_path, check=True)
     workflow.write_text("on: push\n")
     (tmp_path / "x.patch").write_text(
         "--- a/.github/workflows/ci.yml\n+++ b/.github/workflows/ci.yml\n"
@@ -58,7 +62,7 @@ def test_a_patch_applied_without_the_sandbox_is_not_checked_against_edit_rules(
     def kind(command: str) -> str:
         return decide(loaded, ToolCall("Bash", {"command": command}, cwd=str(tmp_path))).kind
 
-    assert kind("rm -r .github") == "deny" and kind("cp x.patch .github/workflows/ci.yml") == "deny"
-    assert kind("git apply x.patch") != "deny"
-    subprocess.run(["bash", "-c", "git apply x.patch"], cwd=tmp_path, check=True)
+    assert kind("git apply x.patch") == "deny" and kind("patch -p1 < x.patch") == "deny"
+    assert kind("git checkout .") != "deny"
+    subprocess.run(["bash", "-c", "git checkout -q ."], cwd=tmp_path, check=True)
     assert workflow.read_text() == "pwned\n"

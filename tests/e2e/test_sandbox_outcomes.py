@@ -394,7 +394,9 @@ def test_a_policy_without_the_key_is_decided_by_the_hook_alone(sandbox: Sandbox,
                 "ruff check .env", "pip install --no-index -r .env 2>&1",
                 "sort --files0-from=.env 2>&1", "git -C . grep --no-index TOKEN",
                 "mktemp -p .github/workflows", "git init -q .github/workflows/x",
-                "sqlite3 :memory: \"select readfile('.env')\""]
+                "sqlite3 :memory: \"select readfile('.env')\"",
+                "git apply <<'EOF'\n--- a/.github/workflows/ci.yml\n"
+                "+++ b/.github/workflows/ci.yml\n@@ -1 +1 @@\n-on: push\n+pwned\nEOF"]
     server = scripted({"responses": [_bash(attempts, "n", "prompt"),
                                      {"when": "tool_result", "text": "done"}]})
     out = gateway_run(sandbox, "look", "--policy", str(project.policy),

@@ -40,7 +40,8 @@ def _digest(folder: Path) -> str:
     return found.hexdigest()
 
 
-_PROGRAMS = ("cmake", "ed", "xz", "bzip2", "unzip", "zip", "rsync", "git", "sqlite3")
+_PROGRAMS = ("cmake", "ed", "xz", "bzip2", "unzip", "zip", "rsync", "git", "sqlite3",
+             "patch")
 
 
 def _changes(command: str, project: Path, home: Path, workflows: Path) -> bool:
@@ -427,4 +428,36 @@ def test_a_file_loaded_before_the_program_is_read(
 ])
 def test_loading_other_files_or_modules_is_not_denied(
         policy: Policy, project: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command
+
+
+# -- a patch writes the files its headers name -----------------------------------------------
+_WORKFLOW_PATCH = ("--- a/.github/workflows/ci.yml\n+++ b/.github/workflows/ci.yml\n"
+                   "@@ -1 +1 @@\n-on: push\n+pwned\n")
+_OTHER_PATCH = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n"
+
+
+@pytest.mark.parametrize("command", [
+    "git apply x.patch", "git -C . apply x.patch", "patch -p1 < x.patch", "patch -p1 -i x.patch",
+    "patch -s -p1 < x.patch", "patch -d .github -p2 < x.patch", "cat x.patch | git apply",
+    f"git apply <<'EOF'\n{_WORKFLOW_PATCH}EOF", "patch .github/workflows/ci.yml other.patch",
+    "cp x.patch y.patch && git apply y.patch",
+])
+def test_a_patch_over_a_protected_file_is_denied(
+        policy: Policy, project: Path, in_home: Path, workflows: Path, command: str) -> None:
+    (project / "x.patch").write_text(_WORKFLOW_PATCH)
+    (project / "other.patch").write_text("@@ -1 +1 @@\n-on: push\n+pwned\n")
+    assert _decide(policy, command, project) == "deny", command
+    assert _changes(command, project, in_home, workflows), command
+
+
+@pytest.mark.parametrize("command", [
+    "git apply ok.patch", "patch -p1 < ok.patch", "patch -p1 -i ok.patch",
+    f"patch -p1 <<'EOF'\n{_OTHER_PATCH}EOF", "git apply --check x.patch",
+    "git apply --stat x.patch", "patch --dry-run -p1 < x.patch",
+])
+def test_a_patch_over_other_files_or_a_check_is_not_denied(
+        policy: Policy, project: Path, workflows: Path, command: str) -> None:
+    (project / "x.patch").write_text(_WORKFLOW_PATCH)
+    (project / "ok.patch").write_text(_OTHER_PATCH)
     assert _decide(policy, command, project) == "abstain", command

@@ -12,6 +12,7 @@ from gateway.policy.shell import programs
 from gateway.policy.shell.argv import SPECS, normalize_name
 from gateway.policy.shell.evaluation import NAME_TAKING
 from gateway.policy.shell.interp.programs import INTERPRETERS, language_of
+from gateway.policy.shell.patches import patch_run
 from gateway.policy.shell.programruns import ProgramRuns, placeholders
 from gateway.policy.shell.scanned import INHERITED, Feed, replace_access, replace_command
 from gateway.policy.shell.special import SPECIAL_PROGRAMS, SpecialRun, special_program
@@ -94,7 +95,7 @@ class CommandDispatch(ProgramRuns):
             self.record(words, via, False)
             self.define_aliases(words)
         elif name == "git":
-            self.git(words, via, depth, appended)
+            self.git(words, via, depth, feed, appended)
         elif name in FINDS:
             self.find(words, via, depth, appended)
         else:
@@ -112,6 +113,8 @@ class CommandDispatch(ProgramRuns):
         opaque = special is None and name not in programs.CODE_OPTIONS and (
             name not in programs.INERT)
         index = self.record(words, via, False, appended=appended, opaque=opaque)
+        if name == "patch":
+            self.patched(patch_run(name, words[1:]), feed, self.commands[index].text)
         self.carried(name, special, via, depth, feed, index)
         if opaque:
             self.look_ahead(name, words, via, depth, feed)

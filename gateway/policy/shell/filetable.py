@@ -225,6 +225,7 @@ FILE_USES: dict[str, FileUse] = {
     "brew": _u("none", reads="--file"), "systemctl": _u("none"),
     "dig": _u("none", reads="-f -k"),
     "npx": _u("none"), "ping": _u("none"), "ssh": _u("none", reads="-F -i"),
+    "patch": _u("none"),  # its files are the patch's: patches.py
     "journalctl": _u("none", reads="--file -D --directory --root --cursor-file"),
     "sudo": _u("none"), "timeout": _u("none"), "nice": _u("none"), "nohup": _u("none"),
     "tmux": _u("none", reads="-f", writes="-S", values="-L -T"), "watch": _u("none"),

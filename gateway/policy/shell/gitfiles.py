@@ -45,7 +45,7 @@ def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
                 found.append(("write", target))
             continue
         if not sub:
-            if i == _git_subcommand(words):
+            if i == git_subcommand(words):
                 sub = text
             continue
         if text == "--":
@@ -74,7 +74,7 @@ def _git_trees(found: list[tuple[Mode, Word]], words: Sequence[Word]
     """`git rm -r DIR` removes everything under DIR (but with --cached); `git clean` the
     untracked files under its pathspecs, or the whole working tree, ignored files too with -x
     (but with -n)."""
-    at = _git_subcommand(words)
+    at = git_subcommand(words)
     if at is None:
         return found
     sub, texts = words[at].text, [w.text for w in words[at:]]
@@ -153,7 +153,7 @@ _GIT_GLOBAL_VALUES = frozenset(("-C", "-c", "--git-dir", "--work-tree", "--names
 """git's own options that take the next word (`git -C DIR grep`): no subcommand."""
 
 
-def _git_subcommand(words: Sequence[Word]) -> int | None:
+def git_subcommand(words: Sequence[Word]) -> int | None:
     """Where git's subcommand is in `words` (after git's own options and their values)."""
     skip = False
     for i, word in enumerate(words[1:], start=1):

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gateway.policy.shell.evaluation import NAME_TAKING
+from gateway.policy.shell.gitfiles import git_subcommand
 from gateway.policy.shell.globs import GLOB_CHARS
+from gateway.policy.shell.patches import patch_run
 from gateway.policy.shell.scanned import INHERITED, Feed, replace_command
 from gateway.policy.shell.syntaxwalk import SyntaxWalk, nameref
 from gateway.policy.shell.words import Word
@@ -133,7 +135,7 @@ class ProgramRuns(SyntaxWalk):
                     self.unsafe_for_allow = self.unsafe_for_allow or self.environment(
                         key, Word(setting, dynamic=word.dynamic), via, depth)
 
-    def git(self, words: Sequence[Word], via: tuple[str, ...], depth: int,
+    def git(self, words: Sequence[Word], via: tuple[str, ...], depth: int, feed: Feed,
             appended: bool) -> None:
         from gateway.policy.shell import gitcmd  # on first use: its patterns cost at start
 
@@ -154,6 +156,9 @@ class ProgramRuns(SyntaxWalk):
         listed = gitcmd.listed_files(run.argv)
         if listed is not None:
             self.outputs[index] = listed
+        at = git_subcommand(run.argv)
+        if at is not None and run.argv[at].text in ("apply", "am"):
+            self.patched(patch_run("git", run.argv[at + 1:]), feed, self.commands[index].text)
 
     def find(self, words: Sequence[Word], via: tuple[str, ...], depth: int,
              appended: bool) -> None:

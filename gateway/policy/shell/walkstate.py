@@ -24,6 +24,7 @@ from gateway.policy.shell.files import Files, resolve
 from gateway.policy.shell.filetrees import tree
 from gateway.policy.shell.fileuse import file_uses
 from gateway.policy.shell.globs import alternatives, is_glob, is_pattern
+from gateway.policy.shell.patches import PatchRun, patched_names
 from gateway.policy.shell.producers import (
     literal_output,
     mktemp_made,
@@ -321,6 +322,40 @@ class WalkState:
         if target.globby or any(v.dynamic or v.globby for v in values):
             return None
         return [resolve(v.text, cwd) for v in values for cwd in self.cwds]
+
+    def patched(self, run: PatchRun, feed: Feed, text: str) -> None:
+        """The files a patch writes: those its headers name under its directory; a patch
+        that cannot be read here (its input unknown, a file the command writes first) may
+        write anything under it (patches.py)."""
+        own = len(self.commands) - 1
+        if run.source is not None:
+            self.access("read", run.source, text)
+        if not run.writes:
+            return
+        for target in run.targets:
+            self.access("write", target, text, own=own)
+        body = self._patch_text(run.source, feed)
+        if body is None:
+            self.access("write", tree(run.base), text, own=own)
+            return
+        base = run.base
+        for name in patched_names(body, run.strip):
+            self.access("write", Word(f"{base.text.rstrip('/')}/{name}", dynamic=base.dynamic,
+                                      lead_dynamic=base.lead_dynamic), text, own=own)
+
+    def _patch_text(self, source: Word | None, feed: Feed) -> str | None:
+        if source is None and feed.pipe is not None:
+            feed = self.produced(*feed.pipe)
+        if source is None and feed.text is not None:
+            return feed.text
+        source = source or feed.path  # patch -p1 < x.patch
+        if source is None:
+            return None
+        written = any(a.mode == "write" and a.path.text == source.text and not a.possible
+                      for a in self.accesses)  # made by the command before it runs
+        if source.dynamic or source.globby or written:
+            return None
+        return self.files.script(source.text, self.cwd or "/").text
 
     def extracted(self, name: str, words: Sequence[Word], text: str) -> None:
         """The members an extraction writes under its destination (archives.py)."""
