@@ -461,3 +461,37 @@ def test_a_patch_over_other_files_or_a_check_is_not_denied(
     (project / "x.patch").write_text(_WORKFLOW_PATCH)
     (project / "ok.patch").write_text(_OTHER_PATCH)
     assert _decide(policy, command, project) == "abstain", command
+
+
+# -- git restoring a protected file from its history -----------------------------------------
+_COMMIT = "git -c user.name=t -c user.email=t@example.com commit -q"
+
+
+@pytest.fixture
+def history(project: Path, in_home: Path, workflows: Path) -> Path:
+    """A repository whose previous commit had another workflow."""
+    (workflows / "ci.yml").write_text("pwned\n")
+    _run(f"git init -q && git add -A && {_COMMIT} -m 1", project, in_home)
+    (workflows / "ci.yml").write_text("on: push\n")
+    _run(f"{_COMMIT} -am 2", project, in_home)
+    return workflows
+
+
+@pytest.mark.parametrize("command", [
+    "git checkout HEAD~1 .github/workflows/ci.yml", "git checkout HEAD~1 -- .github",
+    "git checkout HEAD~1 .github", "git restore --source=HEAD~1 .github",
+    "git restore -s HEAD~1 .github/workflows/ci.yml",
+])
+def test_restoring_a_protected_file_from_history_is_denied(
+        policy: Policy, project: Path, in_home: Path, history: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert _changes(command, project, in_home, history), command
+
+
+@pytest.mark.parametrize("command", [
+    "git checkout -b feature", "git checkout -- a.txt", "git restore src/main.py",
+    "git checkout HEAD~1 -- src",
+])
+def test_restoring_other_files_is_not_denied(
+        policy: Policy, project: Path, history: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command

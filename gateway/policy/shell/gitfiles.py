@@ -52,7 +52,10 @@ def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
             after_dashdash = True
             continue
         mode = GIT_PATH_SUBCOMMANDS.get(sub)
-        if mode is None or text.startswith("-"):
+        if mode is None or text.startswith("-") or words[i - 1].text in _RESTORE_VALUES:
+            continue
+        if sub in ("checkout", "restore") and not after_dashdash:
+            found.append(("write", program_glob(word)))  # a revision, or a path it restores
             continue
         if text.startswith(":") and text[1:2] in ("(", "/", "!", "^"):
             # pathspec magic (:(icase).ENV, :/x, :!x): any file may be meant
@@ -81,6 +84,9 @@ def _git_trees(found: list[tuple[Mode, Word]], words: Sequence[Word]
     if sub == "rm" and "--cached" not in texts and any(t in ("-r", "--recursive") or (
             t.startswith("-") and not t.startswith("--") and "r" in t[1:]) for t in texts):
         return found + [(mode, tree(w)) for mode, w in found if not w.dynamic]
+    if sub in ("checkout", "restore"):  # a directory restored: everything git has under it
+        return found + [("write", tree(w)) for mode, w in found
+                        if mode == "write" and not w.dynamic and w.text not in _WHOLE_TREE]
     made = _git_made(sub, words[at + 1:])
     if made is not None:
         return [*found, ("write", made), ("write", tree(made))]
@@ -93,6 +99,12 @@ def _git_trees(found: list[tuple[Mode, Word]], words: Sequence[Word]
         return found + [("write", tree(w)) for w in paths or [Word(".")] if not w.dynamic]
     return found
 
+
+_RESTORE_VALUES = frozenset(("-b", "-B", "--orphan", "-s", "--source", "--conflict",
+                             "--pathspec-from-file"))
+"""checkout's and restore's options whose value is no path."""
+_WHOLE_TREE = frozenset((".", "./", ":/", ":(top)", "*"))
+"""Pathspecs of the whole working tree: what they restore is a listed limitation."""
 
 _MESSAGE_FILES = {
     "commit": frozenset(("-F", "--file", "-t", "--template")),
