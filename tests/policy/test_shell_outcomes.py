@@ -480,7 +480,8 @@ def history(project: Path, in_home: Path, workflows: Path) -> Path:
 @pytest.mark.parametrize("command", [
     "git checkout HEAD~1 .github/workflows/ci.yml", "git checkout HEAD~1 -- .github",
     "git checkout HEAD~1 .github", "git restore --source=HEAD~1 .github",
-    "git restore -s HEAD~1 .github/workflows/ci.yml",
+    "git restore -s HEAD~1 .github/workflows/ci.yml", "git checkout HEAD~1 -- .",
+    "git restore --source HEAD~1 .",
 ])
 def test_restoring_a_protected_file_from_history_is_denied(
         policy: Policy, project: Path, in_home: Path, history: Path, command: str) -> None:
@@ -490,7 +491,7 @@ def test_restoring_a_protected_file_from_history_is_denied(
 
 @pytest.mark.parametrize("command", [
     "git checkout -b feature", "git checkout -- a.txt", "git restore src/main.py",
-    "git checkout HEAD~1 -- src",
+    "git checkout HEAD~1 -- src", "git checkout -- .", "git restore .",
 ])
 def test_restoring_other_files_is_not_denied(
         policy: Policy, project: Path, history: Path, command: str) -> None:

@@ -85,8 +85,9 @@ def _git_trees(found: list[tuple[Mode, Word]], words: Sequence[Word]
             t.startswith("-") and not t.startswith("--") and "r" in t[1:]) for t in texts):
         return found + [(mode, tree(w)) for mode, w in found if not w.dynamic]
     if sub in ("checkout", "restore"):  # a directory restored: everything git has under it
-        return found + [("write", tree(w)) for mode, w in found
-                        if mode == "write" and not w.dynamic and w.text not in _WHOLE_TREE]
+        return found + [("write", tree(w)) for mode, w in found if mode == "write"
+                        and not w.dynamic and (w.text not in _WHOLE_TREE or _from_history(
+                            sub, words[at + 1:]))]
     made = _git_made(sub, words[at + 1:])
     if made is not None:
         return [*found, ("write", made), ("write", tree(made))]
@@ -105,6 +106,19 @@ _RESTORE_VALUES = frozenset(("-b", "-B", "--orphan", "-s", "--source", "--confli
 """checkout's and restore's options whose value is no path."""
 _WHOLE_TREE = frozenset((".", "./", ":/", ":(top)", "*"))
 """Pathspecs of the whole working tree: what they restore is a listed limitation."""
+
+def _from_history(sub: str, argv: Sequence[Word]) -> bool:
+    """Whether checkout or restore takes the files from a commit (`git checkout HEAD~1 --
+    .`, `git restore -s v1 .`), not from the index: then the whole tree restored is checked."""
+    texts = [w.text for w in argv]
+    if sub == "restore":
+        return any(t in ("-s", "--source") or t.startswith("--source=") for t in texts)
+    if "--" not in texts:
+        return False
+    before = texts[:texts.index("--")]
+    return any(not t.startswith("-") and (i == 0 or before[i - 1] not in _RESTORE_VALUES)
+               for i, t in enumerate(before))
+
 
 _MESSAGE_FILES = {
     "commit": frozenset(("-F", "--file", "-t", "--template")),
