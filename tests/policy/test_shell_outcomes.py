@@ -347,6 +347,7 @@ def test_what_a_command_makes_where_it_is_told_is_written(
     "git init -q scratch", "mktemp -d", "mktemp -p /tmp", "mktemp -t build.XXXXXX",
     'tmp=$(mktemp -d); cp a.txt "$tmp/"; ls "$tmp"', 'f=$(mktemp); echo hi > "$f"; cat "$f"',
     'd=$(pwd); cat "$d/a.txt"', "install -d build/out", "sqlite3 app.db .tables",
+    'f=$(mktemp); echo hi > "$f"; cat "$f"; rm -f "$f"', 'x=a.txt; rm -f "$x"',
     "sqlite3 app.db 'select count(*) from sqlite_master'",
 ])
 def test_making_files_elsewhere_is_not_denied(

@@ -70,10 +70,10 @@ def scan(command: str, cwd: str = "", *, files: Files = DISK,
     finally:
         if collecting:
             gc.enable()
-    commands = tuple(walker.commands)
     walker.settle_cwds()
     walker.settle_produced()
-    accesses = tuple(walker.expanded_accesses())
+    accesses = tuple(walker.expanded_accesses())  # first: it marks what arithmetic may set
+    commands = tuple(walker.option_free(walker.commands))
     cwds = tuple(dict.fromkeys(walker.cwds))
     options = options_set(((c.name, c.words) for c in commands), walker.variables.bound,
                           files.environment)

@@ -44,11 +44,15 @@ class SimpleCommand:
     that matches it is uncertain, decided as the policy's `unparseable`."""
     appended: bool = False
     """Arguments are added at run time (xargs, find -exec): options may be among them."""
+    option_words: tuple[Word, ...] = ()
+    """`words` as read for options once the walk ended: a variable whose every value is
+    known and none begins with '-' is no option (`rm -f "$f"` with f=$(mktemp))."""
 
     @cached_property
     def invocation(self) -> Invocation:
         """The argv as options and operands; computed only for commands a rule names."""
-        return analyze(self.name, self.words[1:], appended=self.appended)
+        words = self.option_words or self.words
+        return analyze(self.name, words[1:], appended=self.appended)
 
 
 @dataclass(frozen=True)

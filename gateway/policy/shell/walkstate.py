@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from tree_sitter import Node
@@ -37,6 +37,7 @@ from gateway.policy.shell.scanned import (
     Feed,
     SimpleCommand,
     replace_access,
+    replace_command,
     replace_word,
 )
 from gateway.policy.shell.variables import Variables
@@ -269,6 +270,24 @@ class WalkState:
                                             files=True) if value.dynamic else None
                 settled += [Word(resolve(p, self.cwd or "/")) for p in made] if made else [value]
             values[:] = settled
+
+    def option_free(self, commands: Sequence[SimpleCommand]) -> list[SimpleCommand]:
+        """`rm -f "$f"` with f=$(mktemp): a word each of whose values is known once the walk
+        ends, none beginning with '-', is no option (a rule naming options is not uncertain)."""
+        cwds = None if self.cwd_unknown else dict.fromkeys(self.cwds)
+        out: list[SimpleCommand] = []
+        for command in commands:
+            words = list(command.words)
+            for i, word in enumerate(words[1:], start=1):
+                if not word.lead_dynamic or word.globby or word.pattern:
+                    continue
+                values = self.variables.alternatives(word, self.files.environment, cwds)
+                if values and all(not v.dynamic and not v.globby and v.text[:1] not in "-"
+                                  for v in values):
+                    words[i] = replace(word, lead_dynamic=False)
+            out.append(command if words == list(command.words)
+                       else replace_command(command, option_words=tuple(words)))
+        return out
 
     def settle_cwds(self) -> None:
         """`cd "$HOME"`, `cd "$d"`: directories known once the whole command is walked, by
