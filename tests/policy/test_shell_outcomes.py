@@ -497,3 +497,21 @@ def test_restoring_a_protected_file_from_history_is_denied(
 def test_restoring_other_files_is_not_denied(
         policy: Policy, project: Path, history: Path, command: str) -> None:
     assert _decide(policy, command, project) == "abstain", command
+
+
+
+# -- after a cd, which file a name is is known only when the command runs --------------------
+@pytest.mark.parametrize("command", [
+    "cd .github && patch -p1 < x.patch", "cd .github && tar xf a.tar",
+])
+def test_a_patch_or_archive_named_after_a_cd_is_not_read_from_the_first_directory(
+        policy: Policy, project: Path, in_home: Path, workflows: Path, command: str) -> None:
+    """A harmless x.patch and a.tar where the command starts; the ones in .github rewrite the
+    workflow."""
+    (project / "x.patch").write_text(_OTHER_PATCH)
+    (workflows.parent / "x.patch").write_text(
+        "--- a/workflows/ci.yml\n+++ b/workflows/ci.yml\n@@ -1 +1 @@\n-on: push\n+pwned\n")
+    _tar(project / "a.tar", {"notes.txt": b"x"})
+    _tar(workflows.parent / "a.tar", {"workflows/ci.yml": b"pwned\n"})
+    assert _decide(policy, command, project) == "deny", command
+    assert _changes(command, project, in_home, workflows), command

@@ -368,9 +368,9 @@ class WalkState:
         if source is None and feed.text is not None:
             return feed.text
         source = source or feed.path  # patch -p1 < x.patch
-        if source is None:
-            return None
-        written = any(a.mode == "write" and a.path.text == source.text and not a.possible
+        if source is None or self.cwd_unknown or len(set(self.cwds)) > 1:
+            return None  # after a cd: which file the name is, is known only when it runs
+        written = any(a.mode == "write" and a.path.text == source.text
                       for a in self.accesses)  # made by the command before it runs
         if source.dynamic or source.globby or written:
             return None
@@ -384,7 +384,8 @@ class WalkState:
         if found is None:
             return
         archive, destination = found.archive, found.destination
-        names = (None if archive is None or archive.dynamic or archive.globby
+        moved = self.cwd_unknown or len(set(self.cwds)) > 1  # after a cd: which archive?
+        names = (None if archive is None or archive.dynamic or archive.globby or moved
                  else self.files.archive_members(archive.text, self.cwd or "/"))
         own = len(self.commands) - 1
         if names is None:
