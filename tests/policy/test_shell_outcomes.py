@@ -360,6 +360,8 @@ def test_making_files_elsewhere_is_not_denied(
     "export TMPDIR=~/.ssh; t=$(mktemp -d); cat \"$t/../id_rsa\"",
     "for i in 1 2; do t=$(mktemp -d); cat \"$t/../id_rsa\" 2>/dev/null; "
     "export TMPDIR=~/.ssh; done",
+    # a template without a directory is made where mktemp runs, not under TMPDIR
+    'cd ~/.ssh; cd "$(mktemp -d x.XXXX)"; cat ../id_rsa',
 ])
 def test_a_file_reached_through_sql_or_a_temporary_directory_is_read(
         policy: Policy, project: Path, in_home: Path, command: str) -> None:

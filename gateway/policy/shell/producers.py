@@ -113,11 +113,13 @@ def produced_directories(text: str, cwds: Sequence[str],
     made = _MKTEMP_DIRECTORY.fullmatch(text)
     if made is None or not (files or re.search(r"\s(-d|--directory)\b", made.group(1))):
         return None
-    given = re.search(r"(?:-p\s+|--tmpdir=)([\w./-]+)", made.group(1))
-    bases = [given.group(1)] if given else values("TMPDIR")
-    if bases is None:
+    argv = [Word("mktemp"), *(Word(t) for t in made.group(1).split())]
+    paths = mktemp_made(argv, values("TMPDIR"))
+    if paths is None:
         return None
-    return [os.path.join(base or "/tmp", "tmp.XXXXXXXXXX") for base in bases or [""]]
+    # a relative template or TMPDIR is under the directory mktemp runs in
+    return [p.text if p.text.startswith(("/", "~")) else os.path.join(cwd, p.text)
+            for p in paths for cwd in ([""] if p.text.startswith(("/", "~")) else cwds)]
 
 
 def mktemp_made(words: Sequence[Word], tmpdirs: list[str] | None) -> list[Word] | None:
