@@ -46,7 +46,8 @@ def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | Non
     if linking:
         operands = [*(_linked(w, operands[-1]) for w in operands[:-1]), operands[-1]]
     named = _operands(use, name, operands, argv.pattern_given, argv.in_place)
-    named += _named_by_position(name, words, operands)
+    if name in _BY_POSITION:
+        named += _named_by_position(name, words, operands)
     if name == "install" and any(w.text in ("-d", "--directory") for w in words[1:]):
         named = [("write", w) for w in operands]  # each operand a directory it makes
     named += _moved_away(name, words, operands)
@@ -218,6 +219,9 @@ def _operands(use: FileUse, name: str, operands: list[Word], pattern_given: bool
     if in_place:
         found += [("write", w) for w in operands]
     return found
+
+
+_BY_POSITION = frozenset(("flock", "man", "tree", "zip", "cpio"))
 
 
 def _named_by_position(name: str, words: Sequence[Word], operands: list[Word]

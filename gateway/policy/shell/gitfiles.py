@@ -21,6 +21,7 @@ def git_file_uses(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
 def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
     found: list[tuple[Mode, Word]] = []
     sub = ""
+    at = git_subcommand(words)
     after_dashdash = False
     for i, word in enumerate(words[1:], start=1):
         text = word.text
@@ -45,7 +46,7 @@ def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
                 found.append(("write", target))
             continue
         if not sub:
-            if i == git_subcommand(words):
+            if i == at:
                 sub = text
             continue
         if text == "--":
