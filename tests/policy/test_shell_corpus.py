@@ -111,6 +111,8 @@ def _harmed(attack: Attack, work: Path) -> bool:
         return not (work / "victim").exists()
     if attack.harm == "curl":
         return (work / "stolen").exists()
+    if attack.harm == "chmod":
+        return (work / "victim" / "data.txt").stat().st_mode & 0o777 == 0o777
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True,
                           text=True).stdout.strip()
     return _remote_main(work) == head

@@ -1,10 +1,12 @@
 """Commands whose effect is another command's: `find DIR -delete` removes DIR and everything
 under it as `rm -r -f -- DIR` does, so `Bash(rm -rf:*)` applies to it too, as it applies to
-`shutil.rmtree(DIR)` (interp/effects.py). Each is checked beside the command as written.
+`shutil.rmtree(DIR)` (interp/effects.py); `chmod a+rwx F` leaves F's mode 777 as
+`chmod 777 F` does. Each is checked beside the command as written.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from gateway.policy.shell.words import Word
@@ -51,7 +53,63 @@ def equivalent_commands(name: str, words: Sequence[Word]) -> list[list[Word]]:
                      *paths]]
     if name == "unlink" and args:
         return [[Word("rm"), Word("--"), *args]]
+    if name == "chmod":
+        return _chmod_spelled_in_octal(args)
     return []
+
+
+_CHMOD_OPTIONS = re.compile(r"^(-[cfvR]+|--[a-z-]+(=.*)?)$")
+_CLAUSE = re.compile(r"^([ugoa]*)((?:[-+=][rwxXst]*)+)$")
+_WHO = {"u": 0o4700, "g": 0o2070, "o": 0o1007}
+"""Each class's permission bits and the special bit its `s` or `t` sets."""
+_PERM = {"r": 0o444, "w": 0o222, "x": 0o111, "s": 0o6000, "t": 0o1000}
+
+
+def _chmod_spelled_in_octal(args: list[Word]) -> list[list[Word]]:
+    """`chmod 0777 F`, `chmod a=rwx F`: the same command with its mode in three octal digits
+    (and four when a special bit is set), when the mode fixes every permission bit."""
+    at = next((i for i, w in enumerate(args) if not _CHMOD_OPTIONS.match(w.text)), None)
+    if at is None or args[at].dynamic or at + 1 >= len(args):
+        return []
+    result = mode_result(args[at].text)
+    if result is None:
+        return []
+    spellings = [f"{result & 0o777:03o}"] + ([f"{result:04o}"] if result & 0o7000 else [])
+    return [[Word("chmod"), *args[:at], Word(text), *args[at + 1:]]
+            for text in spellings if text != args[at].text]
+
+
+def mode_result(mode: str) -> int | None:
+    """The mode `chmod MODE` leaves whatever the file's mode was, or None when it depends on
+    it (`g+w`, `u-x`, `X`). A class-less clause counts as `a`: the umask that would narrow it
+    is not known here, so the widest result is assumed."""
+    if re.fullmatch(r"0*[0-7]{1,4}", mode):
+        return int(mode, 8)
+    set_bits, clear_bits = 0, 0
+    for clause in mode.split(","):
+        found = _CLAUSE.match(clause)
+        if found is None:
+            return None
+        who = found.group(1).replace("a", "ugo") or "ugo"
+        scope = 0
+        for letter in who:
+            scope |= _WHO[letter]
+        for op, perms in re.findall(r"([-+=])([rwxXst]*)", found.group(2)):
+            bits = 0
+            for letter in perms.replace("X", ""):
+                bits |= _PERM[letter]
+            bits &= scope
+            if op == "=":
+                set_bits, clear_bits = set_bits & ~scope, clear_bits | (scope & 0o777)
+            if op in "+=":
+                set_bits, clear_bits = set_bits | bits, clear_bits & ~bits
+            else:
+                set_bits, clear_bits = set_bits & ~bits, clear_bits | bits
+            if "X" in perms:
+                set_bits, clear_bits = set_bits & ~(0o111 & scope), clear_bits & ~(0o111 & scope)
+    if (set_bits | clear_bits) & 0o777 != 0o777:
+        return None
+    return set_bits
 
 
 def _operands(args: list[Word]) -> list[Word]:

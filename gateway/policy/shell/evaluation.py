@@ -100,8 +100,14 @@ class EvalHazards:
             stack.extend(current.named_children)
 
     def expansion(self, node: Node) -> None:
-        """${!x} (indirection) and ${x@P} (prompt expansion) evaluate x's value."""
+        """${!x} (indirection) and ${x@P} (prompt expansion) evaluate x's value; so does a
+        substring's offset and length (${s:x:n} is arithmetic)."""
         text = _text(node)
+        colons = [i for i, c in enumerate(node.children) if c.type == ":"]
+        if colons:
+            for child in node.children[colons[0] + 1:]:
+                if child.is_named:
+                    self.context(child)
         if text.startswith("${!") or text.endswith("@P}") or "@P}" in text:
             for child in node.named_children:
                 if child.type == "variable_name":
