@@ -28,6 +28,23 @@ SESSION_STARTUP = (
 """What later shells and sessions run: shell start-up files (every login or interactive
 shell, a hook's `bash -lc`), Claude Code's user state (its MCP servers, per project) and the
 project's MCP server list, started by the next session."""
+GIT_CODE = (
+    "**/.git/hooks/*", "**/.git/modules/**/hooks/*", "**/.git/config",
+    "**/.git/modules/**/config", "**/.git/config.worktree",
+    "**/.git/worktrees/*/config.worktree",
+    "~/**/.git/hooks/*", "~/**/.git/config", "~/.gitconfig", "~/.config/git/config",
+)
+"""What git runs on its own: hooks, and configuration naming programs (core.fsmonitor runs
+at every `git status`, Claude Code's own at session start included). git's writes to its
+configuration are checked key by key (`git config core.pager ...`); any other program's write
+there is denied. Not compiled into the sandbox: the kernel cannot tell git's own writes to
+.git/config (`git remote add`, `git push -u`) from another program's."""
+HOOK_ONLY = frozenset({"builtin:git-code"})
+"""Built-in rules the hook enforces and the sandbox does not hold."""
+NAMED_ONLY = frozenset({"builtin:git-code"})
+"""Built-in rules held against the files a command names, not against paths known only when
+it runs: every repository has .git/hooks, and a patch, archive or `git checkout .` that
+cannot be read here would be refused in all of them."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,10 @@ def builtin_rules(protected: Protected) -> list[BuiltinRule]:
         BuiltinRule("builtin:session-startup", EDIT_TOOLS, SESSION_STARTUP,
                     "shell start-up files and Claude Code's MCP server lists run code in later "
                     "shells and sessions; the agent may not change them"),
+        BuiltinRule("builtin:git-code", EDIT_TOOLS, GIT_CODE,
+                    "git hooks and git configuration run code in later git commands, the "
+                    "user's and Claude Code's own included; the agent may not change them "
+                    "except through `git config`, whose code the policy checks"),
         BuiltinRule("builtin:gateway-code", EDIT_TOOLS,
                     tuple(p for path in protected.code for p in (_absolute(path),
                                                                  _absolute(path) + "/**")),

@@ -11,6 +11,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
+from gateway.policy.builtin import NAMED_ONLY
 from gateway.policy.compiled import Layer, PathRule, Policy, Rule
 from gateway.policy.outcome import Hit, hit, uncertain
 from gateway.policy.pathrules import path_families, search_roots
@@ -105,8 +106,11 @@ def file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
         path = access.path
         targets = None if path.dynamic else resolved.targets(path)
         names = targets.names if targets is not None else ()
-        run_time = _run_time_path(rules, path, names, bash.cwd_unknown and targets is not None,
-                                  call.cwd, access.mode)
+        run_time = None
+        if path.dynamic or bash.cwd_unknown:
+            unnamed = [r for r in rules if r.id not in NAMED_ONLY]
+            run_time = _run_time_path(unnamed, path, names, bash.cwd_unknown and targets
+                                      is not None, call.cwd, access.mode) if unnamed else None
         if run_time is not None:
             if run_time[0] is not None:
                 unsure(run_time[0], access.command, run_time[1])
@@ -118,6 +122,8 @@ def file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
             matcher = rule.matcher
             assert isinstance(matcher, PathRule)
             if targets is None:
+                if rule.id in NAMED_ONLY:
+                    continue
                 # In a sandboxed session the kernel holds a deny rule whatever names the
                 # pattern allows: the walk that would tell is not needed.
                 sandbox_holds = held is not None and rule.decision == "deny"

@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.policy.builtin import HOOK_ONLY
 from gateway.policy.compiled import BUILTIN_LAYER, AnyInput, DomainRule, Layer, PathRule, Rule
 from gateway.policy.paths import PathPattern
 
@@ -89,6 +90,8 @@ def compile_sandbox(layers: Iterable[Layer], home: str) -> SandboxConfig:
         for mode, tool in (("read", "Read"), ("write", "Edit")):
             for rule in _enforced(layer, tool, "deny"):
                 assert isinstance(rule.matcher, PathRule)
+                if builtin and rule.id in HOOK_ONLY:
+                    continue
                 pattern = rule.matcher.pattern
                 if builtin and pattern.anchor in ("abs", "home"):
                     target = deny_read if mode == "read" else deny_write

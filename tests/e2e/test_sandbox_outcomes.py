@@ -396,7 +396,11 @@ def test_a_policy_without_the_key_is_decided_by_the_hook_alone(sandbox: Sandbox,
                 "mktemp -p .github/workflows", "git init -q .github/workflows/x",
                 "sqlite3 :memory: \"select readfile('.env')\"",
                 "git apply <<'EOF'\n--- a/.github/workflows/ci.yml\n"
-                "+++ b/.github/workflows/ci.yml\n@@ -1 +1 @@\n-on: push\n+pwned\nEOF"]
+                "+++ b/.github/workflows/ci.yml\n@@ -1 +1 @@\n-on: push\n+pwned\nEOF",
+                # code git runs later, arithmetic in a substring's offset
+                "mkdir -p .git/hooks && printf '#!/bin/sh\\ncat .env\\n' > .git/hooks/pre-commit",
+                "mkdir -p .git && printf '[core]\\n\\tfsmonitor = cat .env\\n' >> .git/config",
+                "x='a[$(cat .env >&2)]'; s=abc; echo ${s:x}"]
     server = scripted({"responses": [_bash(attempts, "n", "prompt"),
                                      {"when": "tool_result", "text": "done"}]})
     out = gateway_run(sandbox, "look", "--policy", str(project.policy),
@@ -404,6 +408,8 @@ def test_a_policy_without_the_key_is_decided_by_the_hook_alone(sandbox: Sandbox,
     assert out.returncode == 0, out.stderr[-2000:]
     assert_no_marker(project, out, server)
     project.assert_nothing_guarded_changed()
+    assert not (sandbox.cwd / ".git" / "hooks" / "pre-commit").exists()
+    assert not (sandbox.cwd / ".git" / "config").exists()
     records = _decisions(sandbox.gateway_home)
     for i in range(len(attempts)):
         record = records[f"toolu_n{i:02d}"]

@@ -119,6 +119,9 @@ def test_file_and_domain_denies_compile_into_claude_codes_settings(
     assert "~/gw-home" in sandbox["filesystem"]["denyWrite"]
     assert "~/site-packages" in sandbox["filesystem"]["denyWrite"]
     assert "Edit(./.claude/settings.json)" in denies
+    # git writes its own configuration (`git remote add`, `git push -u`): the hook holds it
+    everything = [*denies, *sandbox["filesystem"]["denyWrite"]]
+    assert not any(".git" in rule and "github" not in rule for rule in everything), everything
 
 
 def test_webfetch_restricted_to_a_list_restricts_the_network(tmp_path: Path) -> None:

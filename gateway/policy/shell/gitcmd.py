@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gateway.policy.shell.globs import crossing
-from gateway.policy.shell.words import Word
+from gateway.policy.shell.words import Word, operand_words
 
 GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace",
                            "--config-env", "--super-prefix", "--list-cmds", "--attr-source"})
@@ -241,9 +241,17 @@ def _sub_options(sub: str, args: Sequence[Word], run: GitRun) -> None:
                                                       else Word("")))
 
 
+_CONFIG_VALUES = frozenset(("-f", "--file", "--blob", "--type", "--default", "--comment",
+                            "--value", "--url"))
+"""git config's options that take the next word (`git config --file F KEY VALUE`)."""
+
+
 def _config_command(args: Sequence[Word], run: GitRun) -> None:
-    """`git config [--global] KEY VALUE` that installs code: the code is analysed now."""
-    operands = [w for w in args if not w.text.startswith("-")]
+    """`git config [--global] KEY VALUE` (or `git config set KEY VALUE`) that installs code:
+    the code is analysed now."""
+    operands = operand_words(args, _CONFIG_VALUES)
+    if operands and operands[0].text == "set":
+        operands = operands[1:]
     if len(operands) < 2:
         return
     key, value = operands[0], operands[1]

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from gateway.policy.shell.filetable import GIT_PATH_SUBCOMMANDS, Mode
 from gateway.policy.shell.filetrees import tree
 from gateway.policy.shell.globs import program_glob
-from gateway.policy.shell.words import Word
+from gateway.policy.shell.words import Word, operand_words
 
 
 def git_file_uses(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
@@ -90,6 +90,9 @@ def _git_trees(found: list[tuple[Mode, Word]], words: Sequence[Word]
                         and not w.dynamic and (w.text not in _WHOLE_TREE or _from_history(
                             sub, words[at + 1:]))]
     made = _git_made(sub, words[at + 1:])
+    if made is not None and sub == "init":
+        # git's own files, sample hooks among them; an existing repository keeps its own
+        return [*found, ("write", made)]
     if made is not None:
         return [*found, ("write", made), ("write", tree(made))]
     if sub == "grep" and ("--no-index" in texts or "--untracked" in texts):
@@ -150,15 +153,7 @@ def _git_made(sub: str, argv: Sequence[Word]) -> Word | None:
     if spec is None:
         return None
     before, values = spec
-    operands: list[Word] = []
-    skip = False
-    for word in argv:
-        if skip:
-            skip = False
-        elif word.text.startswith("-"):
-            skip = word.text in values
-        else:
-            operands.append(word)
+    operands = operand_words(argv, values)
     if sub in ("worktree", "bundle", "submodule"):
         if not operands or operands[0].text not in ("add", "create"):
             return None

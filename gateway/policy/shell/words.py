@@ -7,6 +7,7 @@ characters are marked too, since bash rewrites such words before running them.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -68,6 +69,20 @@ class Word:
     def option_glob(self) -> bool:
         """A glob whose expansion could begin with '-'."""
         return self.globby and self.text[:1] in ("*", "?", "[", "{", "-")
+
+
+def operand_words(args: Sequence[Word], values: Set[str]) -> list[Word]:
+    """The words that are neither options nor the value of an option in `values`."""
+    operands: list[Word] = []
+    skip = False
+    for word in args:
+        if skip:
+            skip = False
+        elif word.text.startswith("-"):
+            skip = word.text in values
+        else:
+            operands.append(word)
+    return operands
 
 
 def _text(node: Node) -> str:
