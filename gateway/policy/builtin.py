@@ -28,6 +28,12 @@ SESSION_STARTUP = (
 """What later shells and sessions run: shell start-up files (every login or interactive
 shell, a hook's `bash -lc`), Claude Code's user state (its MCP servers, per project) and the
 project's MCP server list, started by the next session."""
+SSH_ACCESS = (
+    "~/.ssh/config", "~/.ssh/rc", "~/.ssh/environment", "~/.ssh/authorized_keys",
+    "~/.ssh/authorized_keys2",
+)
+"""ssh's per-user files that run programs in later connections (ProxyCommand, Match exec,
+`rc` at each login) or let someone log in. ssh writes none of them (known_hosts is apart)."""
 GIT_CODE = (
     "**/.git/hooks/*", "**/.git/modules/**/hooks/*", "**/.git/config",
     "**/.git/modules/**/config", "**/.git/config.worktree",
@@ -86,6 +92,9 @@ def builtin_rules(protected: Protected) -> list[BuiltinRule]:
         BuiltinRule("builtin:session-startup", EDIT_TOOLS, SESSION_STARTUP,
                     "shell start-up files and Claude Code's MCP server lists run code in later "
                     "shells and sessions; the agent may not change them"),
+        BuiltinRule("builtin:ssh-access", EDIT_TOOLS, SSH_ACCESS,
+                    "ssh's configuration runs programs in later ssh and git connections and "
+                    "authorized keys let others log in; the agent may not change them"),
         BuiltinRule("builtin:git-code", EDIT_TOOLS, GIT_CODE,
                     "git hooks and git configuration run code in later git commands, the "
                     "user's and Claude Code's own included; the agent may not change them "
