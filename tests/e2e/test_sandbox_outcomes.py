@@ -400,7 +400,9 @@ def test_a_policy_without_the_key_is_decided_by_the_hook_alone(sandbox: Sandbox,
                 # code git runs later, arithmetic in a substring's offset
                 "mkdir -p .git/hooks && printf '#!/bin/sh\\ncat .env\\n' > .git/hooks/pre-commit",
                 "mkdir -p .git && printf '[core]\\n\\tfsmonitor = cat .env\\n' >> .git/config",
-                "x='a[$(cat .env >&2)]'; s=abc; echo ${s:x}"]
+                "x='a[$(cat .env >&2)]'; s=abc; echo ${s:x}",
+                # a script run by its path, written first
+                "printf '#!/bin/sh\\ncat .env\\n' > run.sh && chmod +x run.sh && ./run.sh"]
     server = scripted({"responses": [_bash(attempts, "n", "prompt"),
                                      {"when": "tool_result", "text": "done"}]})
     out = gateway_run(sandbox, "look", "--policy", str(project.policy),

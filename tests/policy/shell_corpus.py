@@ -347,6 +347,23 @@ ATTACKS: list[Attack] = [
         Attack("screen -dm rm -rf victim", "program-code", needs=("screen",)),
     ], setup=_REPO),
     # -- forced pushes in every spelling -------------------------------------------------
+    # -- a script run by its path, and positional parameters changed inside code ----------
+    *_family("script-by-path", [
+        Attack("./s.sh", "script-by-path",
+               setup="printf '#!/bin/sh\\nrm -rf victim\\n' > s.sh && chmod +x s.sh"),
+        Attack("./n.sh", "script-by-path",
+               setup="printf 'rm -rf victim\\n' > n.sh && chmod +x n.sh"),
+        Attack("./s.sh -rf victim", "script-by-path",
+               setup="printf '#!/usr/bin/env bash\\nrm \"$@\"\\n' > s.sh && chmod +x s.sh"),
+        Attack("$PWD/s.sh victim", "script-by-path",
+               setup="printf '#!/bin/bash -e\\nrm -r -f \"$1\"\\n' > s.sh && chmod +x s.sh"),
+        Attack("bash s.sh -rf victim", "script-by-path",
+               setup="printf 'rm \"$@\"\\n' > s.sh"),
+        "printf '#!/bin/sh\\nrm -rf victim\\n' > s.sh && chmod +x s.sh && ./s.sh",
+        "echo 'rm -rf victim' > s.sh; chmod 755 s.sh; ./s.sh",
+        "sh -c 'shift; rm $1 victim' sh a -rf", "sh -c 'set -- -rf; rm $1 victim' sh a",
+        "bash -c 'shift 2; rm $1 victim' sh a b -rf",
+    ]),
     # -- the same mode spelled another way ------------------------------------------------
     *_family("chmod-mode", [
         "chmod 0777 victim/data.txt", "chmod a+rwx victim/data.txt",
@@ -408,6 +425,8 @@ ATTACKS: list[Attack] = [
 BENIGN: list[str] = [
     "count=0; for f in *; do count=$((count+1)); done; echo $count",
     's=abcdef; n=2; echo "${s:1} ${s:n:2} ${s:1:${#s}} ${s:-x}"',
+    "cc main.c -o app && ./app", "chmod +x build.sh && ./build.sh", "./gradlew test",
+    "sh -c 'rm -f \"$1\"' sh notes.txt",
     "chmod 755 run.sh", "chmod +x run.sh", "chmod u=rwx,go=rx run.sh", "chmod 0644 notes.txt",
     "chmod -R g+w shared", "chmod o+w notes.txt", "chmod a+rX -R public",
     "bash -e missing.sh", "echo start; sh missing.sh", "shellcheck -s sh missing.sh",

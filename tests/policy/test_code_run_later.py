@@ -81,6 +81,7 @@ def test_the_file_tools_cannot_write_git_hooks_or_configuration(
     "git remote add origin ../remote.git", "git commit -q --allow-empty -m x",
     "git checkout -q -b topic", "cat .git/config", "ls .git/hooks", "git status --short",
     "cp .git/hooks/pre-commit.sample /tmp/sample-copy", "git config --get core.bare",
+    "git config -f .git/config --get core.bare", "git config -f .git/config core.bare false",
 ])
 def test_git_itself_writing_its_files_is_not_denied(
         policy: Policy, repo: Path, in_home: Path, command: str) -> None:

@@ -517,3 +517,42 @@ def test_a_patch_or_archive_named_after_a_cd_is_not_read_from_the_first_director
     _tar(workflows.parent / "a.tar", {"workflows/ci.yml": b"pwned\n"})
     assert _decide(policy, command, project) == "deny", command
     assert _changes(command, project, in_home, workflows), command
+
+
+# -- a program run by its path is the script there --------------------------------------------
+def _executable(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+@pytest.mark.parametrize(("script", "command"), [
+    ("#!/bin/sh\ncat .env\n", "./run.sh"),
+    ("cat .env\n", "./run.sh"),  # no #!: bash runs a text file itself
+    ("#!/usr/bin/env bash\ncat \"$@\"\n", "./run.sh .env"),
+    ("#!/bin/bash\nshift\ncat \"$1\"\n", "./run.sh a.txt .env"),
+    ("#!/bin/sh\ncat \"$2\"\n", "bash run.sh a.txt .env"),
+])
+def test_a_script_run_by_its_path_is_read(
+        policy: Policy, project: Path, in_home: Path, script: str, command: str) -> None:
+    _executable(project / "run.sh", script)
+    assert _decide(policy, command, project) == "deny", (script, command)
+    assert SECRET in _run(command, project, in_home), (script, command)
+
+
+@pytest.mark.parametrize(("script", "command"), [
+    ("#!/bin/sh\ncat \"$@\"\n", "./run.sh a.txt"),
+    ("#!/bin/sh\nexec python3 -m pytest -q \"$@\"\n", "./run.sh -k smoke"),
+    ("#!/usr/bin/env python3\nprint(open('a.txt').read())\n", "./run.sh"),
+])
+def test_an_ordinary_script_run_by_its_path_is_not_denied(
+        policy: Policy, project: Path, in_home: Path, script: str, command: str) -> None:
+    _executable(project / "run.sh", script)
+    assert _decide(policy, command, project) == "abstain", (script, command)
+
+
+def test_a_script_the_command_writes_first_is_unknown_code(
+        policy: Policy, project: Path, in_home: Path) -> None:
+    command = "printf '#!/bin/sh\\ncat .env\\n' > run.sh && chmod +x run.sh && ./run.sh"
+    assert _decide(policy, command, project) == "deny"
+    assert SECRET in _run(command, project, in_home)
+    assert _decide(policy, "cc -x c /dev/null -o app 2>/dev/null; ./app", project) == "abstain"

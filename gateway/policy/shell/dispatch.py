@@ -116,6 +116,11 @@ class CommandDispatch(ProgramRuns):
         if name == "patch":
             self.patched(patch_run(name, words[1:]), feed, self.commands[index].text)
         self.carried(name, special, via, depth, feed, index)
+        if name == "shift" or (name == "set" and any(
+                w.text == "--" or not w.text.startswith(("-", "+")) for w in words[1:])):
+            self.positional_changed()
+        if "/" in words[0].text and not words[0].dynamic and special is None:
+            self.program_file(words, via, depth)
         if opaque:
             self.look_ahead(name, words, via, depth, feed)
 

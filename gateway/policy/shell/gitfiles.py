@@ -29,7 +29,11 @@ def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
             value = text.partition("=")[2]
             target = Word(value) if value else (words[i + 1] if i + 1 < len(words) else None)
             if target is not None:  # read, and written by a setting
-                found += [("read", target), ("write", target)]
+                found.append(("read", target))
+                args = words[at + 1:] if at is not None else ()
+                if _config_sets(args) and not (_git_own_config(target.text) and not any(
+                        w.text in ("-e", "--edit") for w in args)):
+                    found.append(("write", target))
             continue
         option = text.partition("=")[0]
         if sub in _MESSAGE_FILES and option in _MESSAGE_FILES[sub]:
@@ -122,6 +126,30 @@ def _from_history(sub: str, argv: Sequence[Word]) -> bool:
     before = texts[:texts.index("--")]
     return any(not t.startswith("-") and (i == 0 or before[i - 1] not in _RESTORE_VALUES)
                for i, t in enumerate(before))
+
+
+_CONFIG_READS = frozenset(("--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l",
+                           "--list", "--get-color", "--get-colorbool"))
+_CONFIG_VALUES = frozenset(("-f", "--file", "--blob", "--type", "--default", "--comment"))
+
+
+def _config_sets(args: Sequence[Word]) -> bool:
+    """Whether `git config ARGS` may write its file (a lookup by a key alone does not)."""
+    if any(w.text in _CONFIG_READS for w in args):
+        return False
+    operands = [w.text for w in operand_words(args, _CONFIG_VALUES)]
+    if operands[:1] in (["get"], ["list"]):
+        return False
+    return len(operands) != 1 or any(w.text.startswith("--") and w.text not in (
+        "--file", "--global", "--system", "--local", "--worktree") for w in args)
+
+
+def _git_own_config(path: str) -> bool:
+    """git's own configuration file (`.git/config`, `~/.gitconfig`): what `git config -f`
+    sets there is checked key by key (gitcmd), as without -f."""
+    parts = path.replace("\\", "/").split("/")
+    return (parts[-1] in ("config", "config.worktree") and ".git" in parts[:-1]) or (
+        parts[-1] == ".gitconfig") or parts[-2:] == ["git", "config"]
 
 
 _MESSAGE_FILES = {

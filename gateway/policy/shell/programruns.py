@@ -6,7 +6,7 @@ with the items it reads)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,7 +17,7 @@ from gateway.policy.shell.patches import patch_run
 from gateway.policy.shell.scanned import INHERITED, Feed, replace_command
 from gateway.policy.shell.syntaxwalk import SyntaxWalk, nameref
 from gateway.policy.shell.words import Word
-from gateway.policy.shell.wrappers import FOREIGN_SHELLS, SHELL_VALUE_OPTS
+from gateway.policy.shell.wrappers import FOREIGN_SHELLS, SHELL_VALUE_OPTS, SHELLS
 
 if TYPE_CHECKING:
     from gateway.policy.shell.xargs import Xargs
@@ -38,19 +38,52 @@ class ProgramRuns(SyntaxWalk):
         elif appended:
             self.fail(f"{name} gets its script from arguments added at run time")
         elif found.operand is not None and not found.stdin:
-            self.script_file(found.operand, (*via, name), depth, name)
+            operand = found.operand
+            self.with_positional(found.positional, lambda: self.script_file(
+                operand, (*via, name), depth, name))
         else:
             self.stdin_code("bash", feed, via, depth, name)
 
     def shell_string(self, name: str, code: Word, positional: Sequence[Word],
                      via: tuple[str, ...], depth: int) -> None:
         """`sh -c CODE $0 $1 ...`: CODE walked with its own positional parameters."""
-        added = [str(k) for k in range(len(positional)) if str(k) not in self.variables.dominated]
+        self.with_positional(positional, lambda: self.code(code, via, depth, name))
+
+    def with_positional(self, positional: Sequence[Word], walk: Callable[[], None]) -> None:
+        """Walk code whose $0, $1, ... (and "$@", one of them at a time) are these words."""
+        names = [*(str(k) for k in range(len(positional))), "@"]
+        added = [n for n in names if n not in self.variables.dominated]
         for k, value in enumerate(positional):
             self.bind(str(k), value)
+        for value in positional[1:] or [Word("")]:
+            self.bind("@", value)
         self.variables.dominated.update(added)  # the script's own $0, $1, ...
-        self.code(code, via, depth, name)
+        walk()
         self.variables.dominated.difference_update(added)
+
+    def positional_changed(self) -> None:
+        """`shift`, `set -- ...`: $1, $2, ... and "$@" no longer hold what was bound."""
+        for name in [n for n in self.variables.bound if n.isdigit() or n == "@"]:
+            self.variables.unknown(name)
+
+    def program_file(self, words: Sequence[Word], via: tuple[str, ...], depth: int) -> None:
+        """A program named by its path (`./build.sh a`): a shell script there is walked as
+        `sh ./build.sh a` runs it, with its arguments as $1, ... A `#!` naming a shell, or
+        none (bash runs a text file without one itself); one naming another interpreter, a
+        binary, or a script over the size cap is left as an unknown program. A script not
+        there yet that the command itself writes is code not known here."""
+        path = words[0]
+        found = self.files.script(path.text, self.cwd)
+        if found.text is None:
+            if found.missing and not self.speculating:
+                self.missing_programs.append(path.text)
+            return
+        interpreter = shebang_interpreter(found.text)
+        if interpreter in FOREIGN_SHELLS:
+            self.fail(f"{path.text} runs code in a language that is not analysed")
+        elif interpreter in ("", *SHELLS):
+            self.with_positional(words, lambda: self.script(
+                found.text or "", (*via, path.text), depth + 1, INHERITED))
 
     def evaluate(self, words: Sequence[Word], via: tuple[str, ...], depth: int) -> None:
         self.record(words, via, True)
@@ -277,7 +310,7 @@ class ShellArguments:
     operand: Word | None
     """The first operand: a script file, or the command string's own."""
     positional: Sequence[Word]
-    """$0, $1, ... of a command string."""
+    """$0, $1, ... of a command string or a script file."""
     stdin: bool
     """-s or `-`: the script is read from stdin."""
     problem: str
@@ -322,6 +355,22 @@ def shell_arguments(name: str, words: Sequence[Word], appended: bool) -> ShellAr
     positional: Sequence[Word] = ()
     if code is not None and not code.text and operand is not None:
         code, positional = operand, words[i + 1 :]  # sh -c CODE $0 $1 ...
+    elif code is None and operand is not None:
+        positional = words[i:]  # sh FILE $1 ...: FILE is $0
     if code is not None and operand is None and not code.text and appended:
         code = Word("", dynamic=True)  # xargs sh -c: the script is the appended input
     return ShellArguments(code, operand, positional, stdin, problem)
+
+
+def shebang_interpreter(text: str) -> str:
+    """The program a script's `#!` line names ('' without one), through `env`."""
+    if not text.startswith("#!"):
+        return ""
+    parts = text[2:].split("\n", 1)[0].split()
+    if not parts:
+        return ""
+    program = parts[0].rsplit("/", 1)[-1]
+    if program == "env":
+        rest = [p for p in parts[1:] if not p.startswith("-") and "=" not in p]
+        program = rest[0].rsplit("/", 1)[-1] if rest else ""
+    return program

@@ -162,6 +162,17 @@ WRITE_NOTHING = frozenset({
 a script that does not exist before them does not exist after them."""
 
 
+BUILDS_BINARIES = frozenset({
+    "cc", "gcc", "g++", "c++", "clang", "clang++", "ld", "lld", "ld.lld", "gold", "tcc",
+    "rustc", "go", "gccgo", "javac", "zig", "gfortran", "nasm", "as", "swiftc", "ghc", "nim",
+    "dmd", "ldc2", "ocamlopt", "cargo", "make", "cmake", "ninja", "strip", "objcopy",
+})
+"""Programs whose output file is a built binary, not a script (`cc -o app && ./app`)."""
+WRITE_NO_CODE = frozenset({"chmod", "chown", "chgrp", "touch", "rm", "unlink", "rmdir",
+                           "mkdir", "truncate", "setfacl"})
+"""Writes that change a file's mode, owner or existence, or leave it empty: no code in it."""
+
+
 def venv_created(name: str, args: list[str]) -> str | None:
     """The directory a virtual environment is created in by `python -m venv DIR`,
     `virtualenv DIR` or `uv venv [DIR]` (None for anything else)."""

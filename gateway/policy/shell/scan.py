@@ -63,6 +63,7 @@ def scan(command: str, cwd: str = "", *, files: Files = DISK,
         walker.script(command, (), 0, INHERITED)
         walker.fail(walker.hazards.problem())
         walker.fail(walker.missing_script_problem())
+        walker.fail(walker.missing_program_problem())
     except OverBudget:
         refused = f"analysis took longer than its {budget_s:g} s budget"
     except RecursionError:

@@ -64,6 +64,21 @@ class ScriptReading(WalkState):
             return
         self.script(found.text, (*via, what), depth + 1, INHERITED)
 
+    def missing_program_problem(self) -> str:
+        """A program run by a path that is not on disk, which a step of the command writes
+        (in any order) with content of its making: unknown code. A compiler's output is a
+        binary; a mode change or an empty file is no code."""
+        for path in self.missing_programs:
+            name = os.path.basename(path)
+            for access in self.accesses:
+                writer = access.command.split(" ", 1)[0].rsplit("/", 1)[-1]
+                if (access.mode == "write" and not access.possible and writer not in
+                        programs.BUILDS_BINARIES | programs.WRITE_NO_CODE
+                        and os.path.basename(access.path.text) == name):
+                    return (f"{path} runs a file the command writes first: its code cannot "
+                            "be analysed")
+        return ""
+
     def missing_script_problem(self) -> str:
         """A script that is not on disk is no code to analyse if no step of the command
         could put it there: nothing in it writes a file (in any order: `&` and pipelines

@@ -20,8 +20,8 @@ from gateway.policy.shell.words import Word
 MAX_ALTERNATIVES = 16
 """Values one path is checked with; more, and the path is computed at run time."""
 _REFERENCE_TEXT = (
-    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(?:(%%|%|##|#|:-|-)([^{}$`\\'\"]*))?\}"
-    r"|([A-Za-z_][A-Za-z0-9_]*|[0-9]))")
+    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+|@)(?:(%%|%|##|#|:-|-)([^{}$`\\'\"]*))?\}"
+    r"|([A-Za-z_][A-Za-z0-9_]*|[0-9]|@))")
 """$NAME, ${NAME}, and ${NAME%WORD} ${NAME%%WORD} ${NAME#WORD} ${NAME##WORD}
 ${NAME:-WORD} ${NAME-WORD} with a literal WORD (compiled on first use: re caches it)."""
 _GLOB = frozenset("*?[")

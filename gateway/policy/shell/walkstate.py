@@ -85,6 +85,8 @@ class WalkState:
     """Command index -> the virtual environment it creates (`python -m venv DIR`)."""
     missing_scripts: list[tuple[int, str, str]] = field(default_factory=list)
     """(index of the command that runs it, its path, why) for scripts not on disk."""
+    missing_programs: list[str] = field(default_factory=list)
+    """The paths programs are run by that are not on disk."""
     globbed: dict[tuple[str, str, frozenset[str]], list[str] | None] = field(
         default_factory=dict)
     settled: bool = False
