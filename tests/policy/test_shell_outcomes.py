@@ -556,3 +556,33 @@ def test_a_script_the_command_writes_first_is_unknown_code(
     assert _decide(policy, command, project) == "deny"
     assert SECRET in _run(command, project, in_home)
     assert _decide(policy, "cc -x c /dev/null -o app 2>/dev/null; ./app", project) == "abstain"
+
+
+# -- a name the command's PATH finds first ---------------------------------------------------
+@pytest.mark.parametrize("command", [
+    "PATH=bin:$PATH ls", "export PATH=$PWD/bin:$PATH; ls -la", "PATH=\"$(pwd)/bin:$PATH\" ls",
+    "env PATH=bin:/usr/bin:/bin ls", "cd src && PATH=../bin:$PATH ls",
+])
+def test_a_program_put_first_on_path_is_the_one_that_runs(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    (project / "bin").mkdir()
+    _executable(project / "bin" / "ls", f"#!/bin/sh\ncat {project}/.env\n")
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+def test_a_program_written_into_a_directory_put_on_path_is_unknown_code(
+        policy: Policy, project: Path, in_home: Path) -> None:
+    command = "export PATH=.:$PATH; printf '#!/bin/sh\\ncat .env\\n' > ls; chmod +x ls; ls"
+    assert _decide(policy, command, project) == "deny"
+    assert SECRET in _run(command, project, in_home)
+
+
+@pytest.mark.parametrize("command", [
+    "export PATH=$PWD/node_modules/.bin:$PATH; eslint --version", "PATH=/usr/bin:/bin ls",
+    "export PATH=\"$HOME/.local/bin:$PATH\"; echo ok", "PATH=bin:$PATH echo hi",
+    "f() { ls; }; PATH=.:$PATH f",
+])
+def test_putting_directories_on_path_is_not_denied(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command

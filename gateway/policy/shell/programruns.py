@@ -6,11 +6,15 @@ with the items it reads)."""
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gateway.policy.shell import programs
 from gateway.policy.shell.evaluation import NAME_TAKING
+from gateway.policy.shell.files import resolve
 from gateway.policy.shell.gitfiles import git_subcommand
 from gateway.policy.shell.globs import GLOB_CHARS
 from gateway.policy.shell.patches import patch_run
@@ -21,6 +25,9 @@ from gateway.policy.shell.wrappers import FOREIGN_SHELLS, SHELL_VALUE_OPTS, SHEL
 
 if TYPE_CHECKING:
     from gateway.policy.shell.xargs import Xargs
+
+
+_PATH_ITSELF = ("$PATH", "${PATH}")
 
 
 class ProgramRuns(SyntaxWalk):
@@ -65,6 +72,70 @@ class ProgramRuns(SyntaxWalk):
         """`shift`, `set -- ...`: $1, $2, ... and "$@" no longer hold what was bound."""
         for name in [n for n in self.variables.bound if n.isdigit() or n == "@"]:
             self.variables.unknown(name)
+
+    def path_programs(self) -> None:
+        """Commands named without a path, when the command puts directories on PATH
+        (`export PATH=.:$PATH; ls`): the file a name finds there first is the program run,
+        walked as `program_file` walks one run by its path; one the command writes there is
+        unknown code; a directory only known at run time makes every such name unknown."""
+        dirs = self.added_path_dirs()
+        if not dirs:
+            return
+        written = {os.path.basename(a.path.text) for a in self.accesses
+                   if a.mode == "write" and not a.possible
+                   and a.command.split(" ", 1)[0].rsplit("/", 1)[-1] not in (
+                       programs.BUILDS_BINARIES | programs.WRITE_NO_CODE)}
+        for command in list(self.commands):
+            head = command.words[0] if command.words else None
+            if (head is None or head.dynamic or "/" in head.text or command.speculative
+                    or head.text in programs.BASH_BUILTINS or head.text in self.functions):
+                continue
+            if dirs == ["?"]:
+                self.fail(f"{head.text} may run a program from a directory PATH is given at "
+                          "run time")
+                return
+            if head.text in written:
+                self.fail(f"{head.text} may run a file the command writes into a directory it "
+                          "puts on PATH: its code cannot be analysed")
+                return
+            for directory in dirs:
+                if self.files.script(os.path.join(directory, head.text), "/").text is not None:
+                    self.program_file([Word(os.path.join(directory, head.text)),
+                                       *command.words[1:]], command.via, 1)
+                    break
+
+    def added_path_dirs(self) -> list[str]:
+        """The directories the command's PATH values add (["?"]: one only known at run
+        time); an empty entry is the working directory."""
+        dirs: list[str] = []
+        cwds = None if self.cwd_unknown else dict.fromkeys(self.cwds)
+        for value, cwds_then in self.path_values:
+            for part in value.text.split(":"):
+                if part in _PATH_ITSELF or self.saved_path(part):
+                    continue
+                part = part.replace("$(pwd)", "$PWD").replace("`pwd`", "$PWD")
+                found = [Word(part)] if "$" not in part and "`" not in part else (
+                    self.variables.alternatives(Word(part, dynamic=True),
+                                                self.files.environment, cwds))
+                if any(w.dynamic and w.text not in _PATH_ITSELF for w in found):
+                    return ["?"]
+                found = [w for w in found if not w.dynamic]
+                for word in found:
+                    if cwds_then is None and not word.text.startswith(("/", "~")):
+                        return ["?"]
+                    for cwd in cwds_then or ("/",):
+                        directory = resolve(word.text or ".", cwd)
+                        if directory not in programs.SYSTEM_BIN_DIRS:
+                            dirs.append(directory)
+        return list(dict.fromkeys(dirs))
+
+    def saved_path(self, part: str) -> bool:
+        """`${_OLD_VIRTUAL_PATH:-}`: every variable it names holds only PATH's old value (a
+        virtual environment's `deactivate` restoring it)."""
+        names = re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", part)
+        return bool(names) and all(
+            self.variables.bound.get(name) and all(
+                v.text in _PATH_ITSELF for v in self.variables.bound[name]) for name in names)
 
     def program_file(self, words: Sequence[Word], via: tuple[str, ...], depth: int) -> None:
         """A program named by its path (`./build.sh a`): a shell script there is walked as

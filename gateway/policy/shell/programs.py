@@ -162,6 +162,17 @@ WRITE_NOTHING = frozenset({
 a script that does not exist before them does not exist after them."""
 
 
+BASH_BUILTINS = frozenset((
+    ".", ":", "[", "[[", "alias", "bg", "bind", "break", "builtin", "caller", "cd", "command",
+    "compgen", "complete", "compopt", "continue", "declare", "dirs", "disown", "echo", "enable",
+    "eval", "exec", "exit", "export", "false", "fc", "fg", "getopts", "hash", "help", "history",
+    "jobs", "kill", "let", "local", "logout", "mapfile", "popd", "printf", "pushd", "pwd", "read",
+    "readarray", "readonly", "return", "set", "shift", "shopt", "source", "suspend", "test",
+    "times", "trap", "true", "type", "typeset", "ulimit", "umask", "unalias", "unset", "wait",
+    "time", "coproc",
+))
+"""What bash runs itself, whatever PATH holds."""
+SYSTEM_BIN_DIRS = frozenset({"/usr/bin", "/bin", "/usr/sbin", "/sbin"})
 BUILDS_BINARIES = frozenset({
     "cc", "gcc", "g++", "c++", "clang", "clang++", "ld", "lld", "ld.lld", "gold", "tcc",
     "rustc", "go", "gccgo", "javac", "zig", "gfortran", "nasm", "as", "swiftc", "ghc", "nim",

@@ -62,6 +62,11 @@ class SyntaxWalk(ScriptReading):
             redirect, _ = self.file_redirect(node, via, depth, feed)
             if redirect is not None:
                 self.redirect_access(redirect, "$(<)")
+        elif kind == "function_definition":
+            name_node = node.child_by_field_name("name")
+            if name_node is not None:
+                self.functions.add(node_text(name_node))
+            self.children(node, via, depth, feed)
         elif kind == "while_statement":
             before = set(self.variables.dominated)
             self.children(node, via, depth, feed)
@@ -313,6 +318,9 @@ class SyntaxWalk(ScriptReading):
         """NAME=value that makes programs run code: analysed, or unparseable. Returns why
         no allow rule may cover the command it is set for ('' when it is harmless)."""
         kind = programs.CODE_ENV.get(name)
+        if name == "PATH":  # relative entries are found from where PATH is set
+            self.path_values.append((value, None if self.cwd_unknown else (
+                tuple(self.cwds) or (self.cwd or "/",))))
         if kind is None and name.startswith(programs.CODE_ENV_PREFIXES):
             kind = "opaque"
         if kind == "shell":

@@ -87,6 +87,11 @@ class WalkState:
     """(index of the command that runs it, its path, why) for scripts not on disk."""
     missing_programs: list[str] = field(default_factory=list)
     """The paths programs are run by that are not on disk."""
+    functions: set[str] = field(default_factory=set)
+    """Names the command defines as shell functions (bash runs those, not a PATH lookup)."""
+    path_values: list[tuple[Word, tuple[str, ...] | None]] = field(default_factory=list)
+    """Values the command gives PATH (`export PATH=.:$PATH`, `PATH=bin ls`), each with the
+    directories it may be given in (None: only known at run time)."""
     globbed: dict[tuple[str, str, frozenset[str]], list[str] | None] = field(
         default_factory=dict)
     settled: bool = False
