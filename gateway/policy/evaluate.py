@@ -24,6 +24,8 @@ from gateway.policy.file_hits import ResolvedPaths, file_hits
 from gateway.policy.outcome import Hit, LayerOutcome, combine, hit, layer_outcome, uncertain
 from gateway.policy.pathrules import UNION_FROM
 from gateway.policy.paths import deciding
+from gateway.policy.shadowing import RULE as SHADOWING_RULE
+from gateway.policy.shadowing import shadowing_write
 from gateway.policy.shell.scan import Scan, scan
 from gateway.types import Decision, ToolCall
 
@@ -84,6 +86,11 @@ def _explain(policy: Policy, call: ToolCall, sandboxed: bool, sandbox_unavailabl
     bash = _bash_scan(call)
     if bash is not None and bash.refused:
         decision = Decision("deny", LIMIT_RULE, f"agent-gateway: {bash.refused}",
+                            policy_hash=policy.bundle_hash)
+        return Explanation(decision, (), bash, ())
+    shadowing = shadowing_write(call, bash) if policy.self_protection else ""
+    if shadowing:
+        decision = Decision("deny", SHADOWING_RULE, f"agent-gateway: {shadowing}",
                             policy_hash=policy.bundle_hash)
         return Explanation(decision, (), bash, ())
     all_hits: list[Hit] = []

@@ -12,6 +12,7 @@ ordinary command, prints the secret. git's own writes there (`git init`, `git cl
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -135,3 +136,41 @@ def test_the_file_tools_cannot_write_ssh_configuration(
         call = ToolCall(name, {"file_path": str(in_home / ".ssh" / path)}, cwd=str(project),
                         environ={"HOME": str(in_home)})
         assert decide(policy, call).rule_id == "builtin:ssh-access", (name, path)
+
+
+@pytest.mark.parametrize("write", [
+    "printf '#!/bin/sh\\ncat .env\\n' > ~/bin/git && chmod +x ~/bin/git",
+    "cp ../hook.sh ~/bin/git", "ln -s \"$PWD/../hook.sh\" ~/bin/git",
+    "cd ~/bin && cp \"$OLDPWD/../hook.sh\" git",
+])
+def test_a_program_written_ahead_of_another_on_path_is_denied(
+        policy: Policy, repo: Path, in_home: Path, monkeypatch: pytest.MonkeyPatch,
+        write: str) -> None:
+    """`git status` is what the hook sees next; bash runs ~/bin/git, found first on PATH."""
+    (in_home / "bin").mkdir(exist_ok=True)
+    hook = repo.parent / "hook.sh"
+    hook.write_text("#!/bin/sh\ncat .env\n")
+    hook.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{in_home}/bin:{os.environ['PATH']}")
+    assert _decide(policy, write, repo) == "deny", write
+    assert _decide(policy, "git status", repo) == "abstain"
+    env = {**_env(in_home), "PATH": os.environ["PATH"]}
+    subprocess.run(["bash", "-c", write], cwd=repo, env=env, check=True)
+    done = subprocess.run(["bash", "-c", "git status"], cwd=repo, env=env, capture_output=True,
+                          text=True)
+    assert SECRET in done.stdout, write
+    (in_home / "bin" / "git").unlink()
+
+
+def test_a_new_program_on_path_and_the_file_tools(
+        policy: Policy, repo: Path, in_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (in_home / "bin").mkdir(exist_ok=True)
+    monkeypatch.setenv("PATH", f"{in_home}/bin:{os.environ['PATH']}")
+    assert _decide(policy, "cp ../hook.sh ~/bin/my-new-tool-4d1", repo) == "abstain"
+    env = {"HOME": str(in_home), "PATH": os.environ["PATH"]}
+    shadow = ToolCall("Write", {"file_path": str(in_home / "bin" / "git"), "content": "x"},
+                      cwd=str(repo), environ=env)
+    assert decide(policy, shadow).rule_id == "builtin:path-shadowing"
+    fresh = ToolCall("Write", {"file_path": str(in_home / "bin" / "my-new-tool-4d1"),
+                               "content": "x"}, cwd=str(repo), environ=env)
+    assert decide(policy, fresh).kind == "abstain"
