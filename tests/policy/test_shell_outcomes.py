@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import shlex
 import shutil
 import subprocess
 import tarfile
@@ -41,7 +42,7 @@ def _digest(folder: Path) -> str:
 
 
 _PROGRAMS = ("cmake", "ed", "xz", "bzip2", "unzip", "zip", "rsync", "git", "sqlite3",
-             "patch")
+             "patch", "socat", "vim")
 
 
 def _changes(command: str, project: Path, home: Path, workflows: Path) -> bool:
@@ -584,5 +585,33 @@ def test_a_program_written_into_a_directory_put_on_path_is_unknown_code(
     "f() { ls; }; PATH=.:$PATH f",
 ])
 def test_putting_directories_on_path_is_not_denied(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command
+
+
+# -- what a program takes as commands from stdin, and socat's addresses ----------------------
+@pytest.mark.parametrize("command", [
+    "ed -s a.txt <<< '!cat .env'", "printf '1r .env\\n,p\\nq\\n' | ed -s a.txt",
+    "ed -s a.txt <<< $'e .env\\n,p'", "sqlite3 :memory: <<< '.shell cat .env'",
+    "echo '.system cat .env' | sqlite3", "vim -e a.txt <<< '!cat .env'",
+    "socat -u FILE:.env STDOUT", "socat -u OPEN:.env,rdonly -", "socat -u ./.env -",
+])
+def test_commands_a_program_reads_from_stdin_and_socat_files(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    program = command.split()[0] if not command.startswith(("printf", "echo")) else (
+        command.split("| ")[-1].split()[0])
+    if shutil.which(program) is None:
+        pytest.skip(f"{program} is not installed here: the outcome cannot be shown")
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(f"timeout 10 bash -c {shlex.quote(command)} 2>&1", project,
+                          in_home), command
+
+
+@pytest.mark.parametrize("command", [
+    "ed -s a.txt <<< $',s/a/b/g\\nw\\nq'", "printf ',s/a/b/\\nwq\\n' | ed -s a.txt",
+    "sqlite3 app.db <<< 'create table t(x);'", "echo 'select 1;' | sqlite3 app.db",
+    "sqlite3 app.db < missing.sql", "socat TCP-LISTEN:8080,fork TCP:localhost:80", "vim a.txt",
+])
+def test_ordinary_stdin_commands_and_socat_are_not_denied(
         policy: Policy, project: Path, in_home: Path, command: str) -> None:
     assert _decide(policy, command, project) == "abstain", command

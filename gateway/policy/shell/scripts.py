@@ -90,8 +90,9 @@ class ScriptReading(WalkState):
             writers = [c for k, c in enumerate(self.commands) if k != runner and k not in made
                        and c.name not in programs.WRITE_NOTHING]
             creators = {self.commands[k].text[:200] for k in made}
-            if writers or any((a.mode == "write" and not a.possible)
-                              or (a.possible and a.command not in creators)
+            own = self.commands[runner].text[:200] if 0 <= runner < len(self.commands) else ""
+            if writers or any(a.command != own and ((a.mode == "write" and not a.possible)
+                                                    or (a.possible and a.command not in creators))
                               for a in self.accesses):
                 return why
         return ""
@@ -117,8 +118,19 @@ class ScriptReading(WalkState):
         elif feed.path is not None:
             if language == "bash":
                 self.script_file(feed.path, via, depth, what)
+                return
+            self.access("read", feed.path, what)
+            found = self.files.script(feed.path.text, self.cwd) if not (
+                feed.path.dynamic or feed.path.globby) else None
+            if found is not None and found.text is not None:
+                self.foreign_code(language, found.text, via, depth, what)
+            elif found is not None and found.missing:  # unknown if the command writes it
+                self.missing_scripts.append((len(self.commands) - 1,
+                                             resolve(feed.path.text, self.cwd),
+                                             f"{what} reads {language} code from "
+                                             f"{feed.path.text}: {found.why}"))
             else:
-                self.fail(f"{what} reads {language} code from a file")
+                self.fail(f"{what} reads {language} code from a file that cannot be read here")
         elif feed.unknown:
             self.fail(f"{what} reads code from {feed.unknown}")
 
@@ -132,9 +144,18 @@ class ScriptReading(WalkState):
 
         if language == "awk":
             effects = analyse_awk(text)
+        elif language == "ed":
+            from gateway.policy.shell.edscript import analyse_ed
+
+            effects = analyse_ed(text)
         elif language == "sed":
             effects = analyse_sed(text)
-        elif language in OPAQUE_LANGUAGES or language == "make":
+        elif language == "sql":
+            from gateway.policy.shell.special import sql_problem
+
+            self.fail(sql_problem(text))
+            return
+        elif language in OPAQUE_LANGUAGES or language in ("make", "vim"):
             self.fail(f"{what} runs {language} code that is not analysed")
             return
         else:

@@ -51,8 +51,14 @@ def special_program(name: str, words: Sequence[Word]) -> SpecialRun | None:
         return reader(words)
     table = programs.CODE_OPTIONS.get(name)
     if table:
-        return _options(name, table, words)
+        run = _options(name, table, words)
+        if name in _VIMS:  # a stdin that is no terminal is typed into it: `:!cmd` runs
+            run.stdin_language = "vim"
+        return run
     return None
+
+
+_VIMS = frozenset(("vim", "vi", "nvim", "view", "ex", "vimdiff", "rvim", "gvim"))
 
 
 def _options(name: str, table: dict[str, programs.CodeKind], words: Sequence[Word]
@@ -264,6 +270,8 @@ def _socat(words: Sequence[Word]) -> SpecialRun:
                 run.fail("socat runs a command computed at run time")
             else:
                 run.scripts.append(Word(re.split(r",(?=[a-z-]+(?:=|,|$))", rest)[0]))
+        else:
+            _socat_files(run, word)
     return run
 
 
@@ -329,17 +337,59 @@ _SQL_FILES = re.compile(r"\b(?:readfile|writefile|edit|load_extension)\s*\(|\bat
 
 def _sqlite(words: Sequence[Word]) -> SpecialRun:
     run = _options("sqlite3", programs.CODE_OPTIONS["sqlite3"], words)
-    for word in words[2:]:
-        if word.dynamic and not word.text.startswith("-"):
+    sql = [w for w in words[2:] if not w.text.startswith("-")]
+    for word in sql:
+        if word.dynamic:
             run.fail("sqlite3 runs SQL computed at run time")
-        elif _SQL_SHELL.search(word.text) or "|" in word.text:
-            run.fail("sqlite3 runs a dot-command that starts programs")
-        elif _SQL_FILES.search(word.text):
-            run.fail("sqlite3 runs SQL that reads or writes files it names")
+        else:
+            run.fail(sql_problem(word.text))
+    if not sql:  # without SQL in its arguments, sqlite3 reads it from stdin
+        run.stdin_language = "sql"
     return run
 
 
+def sql_problem(text: str) -> str:
+    """Why SQL for sqlite3 cannot be run unseen: a dot-command that starts programs, or SQL
+    that opens files it names ('' when neither)."""
+    if _SQL_SHELL.search(text) or "|" in text:
+        return "sqlite3 runs a dot-command that starts programs"
+    if _SQL_FILES.search(text):
+        return "sqlite3 runs SQL that reads or writes files it names"
+    return ""
+
+
+def _ed(words: Sequence[Word]) -> SpecialRun:
+    """ed reads its commands from stdin: `!cmd` runs a shell, `r F` and `w F` open files."""
+    run = SpecialRun()
+    run.stdin_language = "ed"
+    return run
+
+
+_SOCAT_FILES = frozenset(("FILE", "OPEN", "GOPEN", "CREATE", "PIPE", "NAMED"))
+_SOCAT_FILE_OPTIONS = re.compile(r",(?:cert|key|cafile|capath|dhparam|history)=([^,]+)", re.I)
+
+
+def _socat_files(run: SpecialRun, word: Word) -> None:
+    """An address that opens a file (`FILE:.env`, `GOPEN:x`, a bare path with a slash), and
+    files its options name (`cert=`, `history=`): each read and written (-u and -U only
+    choose the direction)."""
+    head, colon, rest = word.text.partition(":")
+    target = ""
+    if colon and head.upper() in _SOCAT_FILES:
+        target = re.split(r",(?=[a-z-]+(?:=|,|$))", rest)[0]
+    elif not colon and "/" in word.text and not word.text.startswith("-"):
+        target = word.text.split(",", 1)[0]
+    if target:
+        path = Word(target, dynamic=word.dynamic)
+        run.reads.append(path)
+        run.writes.append(path)
+    for found in _SOCAT_FILE_OPTIONS.finditer(word.text):
+        run.reads.append(Word(found.group(1), dynamic=word.dynamic))
+
+
 _READERS = {
+    "ed": _ed,
+    "red": _ed,
     "tmux": _tmux,
     "screen": _screen,
     "socat": _socat,
