@@ -615,3 +615,27 @@ def test_commands_a_program_reads_from_stdin_and_socat_files(
 def test_ordinary_stdin_commands_and_socat_are_not_denied(
         policy: Policy, project: Path, in_home: Path, command: str) -> None:
     assert _decide(policy, command, project) == "abstain", command
+
+
+# -- writes by stdlib archive modules, in-place yq, format-patch -o, a globbed destination ----
+@pytest.mark.parametrize("command", [
+    "python3 -m zipfile -c ../z.zip a.txt && python3 -m zipfile -e ../z.zip .github/workflows",
+    "python3 -m tarfile -c ../t.tar a.txt && python3 -m tarfile -e ../t.tar .github/workflows",
+    "shopt -s dotglob; cp a.txt */workflows/", "GLOBIGNORE=.; cp a.txt */workflows/",
+    "shopt -s globstar dotglob; cp a.txt **/workflows/",
+])
+def test_writes_into_a_guarded_directory_named_indirectly(
+        policy: Policy, project: Path, in_home: Path, workflows: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert _changes(command, project, in_home, workflows), command
+
+
+def test_yq_in_place_and_format_patch_output_write(
+        policy: Policy, project: Path, in_home: Path, workflows: Path) -> None:
+    for command in ("yq -i '.on = \"pull_request_target\"' .github/workflows/ci.yml",
+                    "git format-patch -o .github/workflows HEAD~1"):
+        assert _decide(policy, command, project) == "deny", command
+    for command in ("yq '.on' .github/workflows/ci.yml", "yq -i '.a = 1' cfg.yaml",
+                    "git format-patch -o patches HEAD~1", "python3 -m zipfile -l ../z.zip",
+                    "cp *.txt src/", "mv a.txt src/"):
+        assert _decide(policy, command, project) == "abstain", command

@@ -55,7 +55,29 @@ def equivalent_commands(name: str, words: Sequence[Word]) -> list[list[Word]]:
         return [[Word("rm"), Word("--"), *args]]
     if name == "chmod":
         return _chmod_spelled_in_octal(args)
+    if name.startswith(("python", "pypy")) and texts[:1] == ["-m"] and texts[1:2] in (
+            ["tarfile"], ["zipfile"]):
+        return _archive_module(texts[1], args[2:])
     return []
+
+
+def _archive_module(module: str, args: list[Word]) -> list[list[Word]]:
+    """`python -m tarfile -e A DIR` extracts as `tar -xf A -C DIR` does, `-c A SRC...`
+    creates as `tar -cf A SRC...`; zipfile likewise, as unzip and zip -r."""
+    if not args or args[0].text not in ("-e", "--extract", "-c", "--create"):
+        return []
+    rest = args[1:]
+    if args[0].text in ("-c", "--create"):
+        if not rest:
+            return []
+        maker = ["tar", "-cf"] if module == "tarfile" else ["zip", "-q", "-r"]
+        return [[*(Word(w) for w in maker), *rest]]
+    if not rest:
+        return []
+    into = rest[1] if len(rest) > 1 else Word(".")
+    if module == "tarfile":
+        return [[Word("tar"), Word("-xf"), rest[0], Word("-C"), into]]
+    return [[Word("unzip"), Word("-o"), Word("-q"), rest[0], Word("-d"), into]]
 
 
 _CHMOD_OPTIONS = re.compile(r"^(-[cfvR]+|--[a-z-]+(=.*)?)$")

@@ -116,7 +116,8 @@ FILE_USES: dict[str, FileUse] = {
     "mawk": _u("script-then-read", reads="-f", pattern="-f", values="-F -v"),
     "sed": _u("script-then-read", reads="-f --file", pattern="-e --expression -f --file",
               values="-l --line-length", in_place="-i --in-place"),
-    "yq": _u("script-then-read", values="-o --output-format -I --indent"),
+    "yq": _u("script-then-read", values="-o --output-format -I --indent",
+             in_place="-i --inplace"),
     "cp": _u("to-last", values="-S --suffix --backup --preserve --no-preserve --reflink "
              "--sparse", writes="-t --target-directory"),
     "mv": _u("to-last", values="-S --suffix --backup", writes="-t --target-directory"),

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gateway.policy.shell.filetable import FILE_USES, FileUse, Mode
-from gateway.policy.shell.filetrees import recursive, trees
+from gateway.policy.shell.filetrees import recursive, tree, trees
 from gateway.policy.shell.formatters import RUN_AS_MODULES, formatter_of, formatter_uses
 from gateway.policy.shell.gitfiles import git_file_uses
 from gateway.policy.shell.globs import program_glob
@@ -283,6 +283,9 @@ def _inside(dest: Word, source: Word) -> Word:
     name = source.text.rstrip("/").rsplit("/", 1)[-1]
     dynamic = dest.dynamic or (source.dynamic and not source.pattern and (
         not name or any(c in name for c in "$`")))
+    if dest.globby and not dest.dynamic:
+        # `cp a */dir/`: a new name inside whatever the glob names, which only the run tells
+        return tree(Word(dest.text.rstrip("/") or "/", globby=True))
     return Word(dest.text.rstrip("/") + "/" + name, dynamic=dynamic,
                 lead_dynamic=dest.lead_dynamic)
 

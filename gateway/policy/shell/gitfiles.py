@@ -42,12 +42,12 @@ def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
             if target is not None:  # the message, kept in the history (git log shows it)
                 found.append(("read", target))
             continue
-        if text.startswith(("--output=", "-o")) and sub in ("diff", "log", "show",
-                                                            "format-patch", "archive"):
-            value = text.partition("=")[2] if text.startswith("--output=") else text[2:]
+        if text.startswith(("--output=", "-o", "--output-directory")) and sub in (
+                "diff", "log", "show", "format-patch", "archive"):
+            value = text.partition("=")[2] if text.startswith("--") else text[2:]
             target = Word(value) if value else (words[i + 1] if i + 1 < len(words) else None)
-            if target is not None:
-                found.append(("write", target))
+            if target is not None:  # format-patch's is a directory it writes patches into
+                found.append(("write", tree(target) if sub == "format-patch" else target))
             continue
         if not sub:
             if i == at:
