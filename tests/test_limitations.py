@@ -66,3 +66,18 @@ def test_what_git_restores_from_its_history_is_not_checked_against_edit_rules(
     assert kind("git checkout .") != "deny"
     subprocess.run(["bash", "-c", "git checkout -q ."], cwd=tmp_path, check=True)
     assert workflow.read_text() == "pwned\n"
+
+
+def test_paths_are_compared_as_spelled(tmp_path: Path) -> None:
+    """On this (case-sensitive) filesystem `.ENV` is another file than `.env`, and so it is
+    to the hook; where the filesystem folds case it would be the same file."""
+    (tmp_path / ".env").write_text("KEY=x\n")
+    policy = tmp_path / "org.yaml"
+    policy.write_text("version: 1\npermissions:\n  deny: ['Read(**/.env)']\n")
+    loaded = load_policy([str(policy)])
+
+    def kind(command: str) -> str:
+        return decide(loaded, ToolCall("Bash", {"command": command}, cwd=str(tmp_path))).kind
+
+    assert kind("cat .env") == "deny"
+    assert kind("cat .ENV") == "abstain"
