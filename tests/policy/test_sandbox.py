@@ -165,7 +165,7 @@ def test_the_fingerprint_names_the_policy_files_rules_only(tmp_path: Path) -> No
 # -- what a sandboxed session is decided --------------------------------------------------
 LEFT_TO_THE_KERNEL = [
     "cat $(echo .e)nv",  # a path computed at run time
-    'cat "$(printf .e%s nv)"',
+    'cat "$(printf .e%s nv | tr -d x)"',
     'x=.e; x+=nv; cat "$x"',  # += : a value the analysis does not follow
     "frob --input .env",  # an unknown program's argument
 ]
@@ -186,6 +186,7 @@ def test_what_only_the_kernel_sees_is_left_to_the_sandbox(
 @pytest.mark.parametrize("command", [
     "cat .env", "cat src/../.env", "cd src && cat ../.env", "rm -rf src",
     "cat ~/.ssh/id_rsa", "echo x > .github/workflows/ci.yml",
+    'cat "$(printf .e%s nv)"',  # a substitution whose output its text says
 ])
 def test_what_the_hook_can_prove_it_still_denies(
     platform: Policy, project: Path, command: str

@@ -639,3 +639,25 @@ def test_yq_in_place_and_format_patch_output_write(
                     "git format-patch -o patches HEAD~1", "python3 -m zipfile -l ../z.zip",
                     "cp *.txt src/", "mv a.txt src/"):
         assert _decide(policy, command, project) == "abstain", command
+
+
+# -- what a command substitution or a pipe carries, NUL bytes dropped as bash drops them -----
+@pytest.mark.parametrize("command", [
+    "printf 'cat .e\\0nv\\n' | bash", "cat $(printf '.e\\0nv')",
+    "printf '.e\\0nv\\n' | { read -r f; cat \"$f\"; }",
+    "cat \"$(cat <<'EOF'\n.env\nEOF\n)\"",
+])
+def test_text_bash_makes_of_a_literal_is_read_as_bash_makes_it(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(f"{command} 2>/dev/null", project, in_home), command
+
+
+@pytest.mark.parametrize("command", [
+    "gh pr create --title 'Add login' --body \"$(cat <<'EOF'\n## Summary\n- Adds the login "
+    "page ($HOME stays as written)\n\n## Test plan\n- pytest\nEOF\n)\"",
+    "frob --message \"$(echo hello world)\"", "frob \"$(printf '%s-%s' a b)\"",
+])
+def test_an_unknown_programs_argument_from_a_literal_substitution_is_not_denied(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command

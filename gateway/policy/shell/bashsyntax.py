@@ -87,10 +87,33 @@ def tabless(body: str) -> str:
 
 def folded(substitution: Node) -> list[Word] | None:
     """`$(echo a b)` with literal arguments: the words bash splits its output into."""
-    inner = substitution.named_children
-    if len(inner) != 1 or inner[0].type != "command":
+    output = substituted_text(substitution)
+    if output is None:
         return None
-    parts = inner[0].named_children
+    return [Word(piece, globby=any(c in piece for c in "*?[")) for piece in output.split()]
+
+
+def substituted_text(substitution: Node) -> str | None:
+    """What a command substitution outputs when its text says: `echo`/`printf` with literal
+    arguments, or `cat` given a here-document that expands nothing (`$(cat <<'EOF' ...)`,
+    as Claude Code writes a pull request's body). None for anything else."""
+    inner = substitution.named_children
+    if len(inner) != 1:
+        return None
+    if inner[0].type == "redirected_statement":
+        output = _cat_here_document(inner[0])
+    else:
+        argv = _literal_argv(inner[0])
+        name = normalize_name(argv[0].text) if argv else ""
+        output = literal_output(name, argv, False) if argv and name in ("echo", "printf") else (
+            None)
+    return None if output is None else output.replace("\0", "")  # bash drops NUL bytes
+
+
+def _literal_argv(command: Node) -> list[Word] | None:
+    if command.type != "command":
+        return None
+    parts = command.named_children
     if not parts or parts[0].type != "command_name" or not parts[0].named_children:
         return None
     words = [word_value(parts[0].named_children[0])]
@@ -98,8 +121,30 @@ def folded(substitution: Node) -> list[Word] | None:
         if part.type not in LEAF_WORDS and part.type not in ("string", "concatenation"):
             return None
         words.append(word_value(part))
-    name = normalize_name(words[0].text)
-    output = literal_output(name, words, False) if name in ("echo", "printf") else None
-    if output is None:
+    return words
+
+
+_HERE_DOCUMENT_PARTS = frozenset(("<<", "<<-", "heredoc_start", "heredoc_body", "heredoc_end"))
+
+
+def _cat_here_document(statement: Node) -> str | None:
+    parts = statement.named_children
+    argv = _literal_argv(parts[0]) if parts else None
+    if argv is None or [w.text for w in argv] not in (["cat"], ["cat", "-"]) or len(parts) != 2:
         return None
-    return [Word(piece, globby=any(c in piece for c in "*?[")) for piece in output.split()]
+    redirect = parts[1]
+    if redirect.type != "heredoc_redirect" or any(c.type not in _HERE_DOCUMENT_PARTS
+                                                  for c in redirect.children):
+        return None  # `cat <<'EOF' | tr a b`: the pipeline sits inside the redirect
+    start = next((c for c in redirect.children if c.type == "heredoc_start"), None)
+    body = next((c for c in redirect.children if c.type == "heredoc_body"), None)
+    if start is None:
+        return None
+    text = body.text.decode("utf-8", "replace") if body is not None and body.text else ""
+    quoted = any(q in (start.text or b"").decode("utf-8", "replace") for q in "'\"\\")
+    if not quoted and (any(c in text for c in "$`\\") or (body is not None and
+                                                          body.named_children)):
+        return None  # bash expands it
+    if any(c.type == "<<-" for c in redirect.children):
+        text = "\n".join(line.lstrip("\t") for line in text.split("\n"))
+    return text

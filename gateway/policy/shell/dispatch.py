@@ -137,8 +137,9 @@ class CommandDispatch(ProgramRuns):
             if produced.text is None:
                 lines = self.output_words(*feed.pipe)
             feed = produced
-        if feed.text is not None and "\\" not in feed.text:
-            lines = [Word(line.strip(), verbatim=True) for line in feed.text.splitlines()]
+        if feed.text is not None and "\\" not in feed.text:  # read drops NUL bytes
+            lines = [Word(line.strip(), verbatim=True)
+                     for line in feed.text.replace("\0", "").splitlines()]
         if lines is None or any(w.dynamic and not w.pattern for w in lines):
             return
         bound = self.variables.bound.get(names[0], [])

@@ -47,7 +47,8 @@ def _escapes(text: str) -> str:
     cut = text.find("\\c")
     if cut >= 0:
         text = text[:cut]
-    return decode_ansi_c(re.sub(r"\\0([0-7]{0,3})", lambda m: "\\" + (m.group(1) or "0"), text))
+    return decode_ansi_c(re.sub(r"\\0([0-7]{0,3})", lambda m: "\\" + (m.group(1) or "0"), text),
+                         keep_nul=True)
 
 
 def _printf(fmt: str, args: list[str]) -> str | None:

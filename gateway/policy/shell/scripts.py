@@ -110,8 +110,8 @@ class ScriptReading(WalkState):
         if feed.pipe is not None:
             feed = self.produced(*feed.pipe)
         if feed.text is not None:
-            if language == "bash":
-                self.script(feed.text, (*via, what), depth + 1, INHERITED)
+            if language == "bash":  # bash drops the NUL bytes of its input
+                self.script(feed.text.replace("\0", ""), (*via, what), depth + 1, INHERITED)
             else:
                 self.foreign_code(language, feed.text, via, depth, what)
             return

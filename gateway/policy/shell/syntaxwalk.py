@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from tree_sitter import Node
 
 from gateway.policy.shell import programs
-from gateway.policy.shell.bashsyntax import LEAF_WORDS, folded, node_text
+from gateway.policy.shell.bashsyntax import LEAF_WORDS, folded, node_text, substituted_text
 from gateway.policy.shell.scanned import Feed, Redirect, replace_command
 from gateway.policy.shell.scripts import ScriptReading
 from gateway.policy.shell.walkstate import OverBudget
@@ -365,8 +365,11 @@ class SyntaxWalk(ScriptReading):
                     own_redirects.append(redirect)
             else:
                 substituted = folded(child) if kind == "command_substitution" else None
+                quoted = _quoted_substitution(child) if kind == "string" else None
                 if substituted is not None:
                     words.extend(substituted)
+                elif quoted is not None:  # "$(cat <<'EOF' ...)": one word, its output
+                    words.append(Word(quoted.rstrip("\n"), verbatim=True))
                 else:
                     words.append(word_value(child))
                 if kind not in LEAF_WORDS:
@@ -394,3 +397,12 @@ class SyntaxWalk(ScriptReading):
 def nameref(texts: Sequence[str]) -> bool:
     """declare -n / local -n: the names refer to other variables."""
     return any(t.startswith("-") and not t.startswith("--") and "n" in t[1:] for t in texts)
+
+
+def _quoted_substitution(string: Node) -> str | None:
+    """The text of `"$(...)"` when the substitution is the whole string and its output is
+    known (bashsyntax.substituted_text)."""
+    inner = string.named_children
+    if len(inner) != 1 or inner[0].type != "command_substitution":
+        return None
+    return substituted_text(inner[0])

@@ -102,8 +102,9 @@ _ANSI_ESCAPE = re.compile(
 )
 
 
-def decode_ansi_c(body: str) -> str:
-    """The text of $'...' as bash decodes it (unknown escapes stay as written)."""
+def decode_ansi_c(body: str, keep_nul: bool = False) -> str:
+    """The text of $'...' as bash decodes it (unknown escapes stay as written); `keep_nul`:
+    as printf and echo -e write it, NUL bytes included."""
 
     def one(found: re.Match[str]) -> str:
         simple, octal, hex2, hex4, hex8, control = found.groups()
@@ -117,7 +118,7 @@ def decode_ansi_c(body: str) -> str:
         return chr(code) if code < 0xD800 or code > 0xDFFF else "\ufffd"
 
     text = _ANSI_ESCAPE.sub(one, body)
-    return text.split("\0", 1)[0]  # bash stops at a NUL
+    return text if keep_nul else text.split("\0", 1)[0]  # $'..' stops at a NUL
 
 
 def _ansi_c(raw: str) -> str:
