@@ -661,3 +661,19 @@ def test_text_bash_makes_of_a_literal_is_read_as_bash_makes_it(
 def test_an_unknown_programs_argument_from_a_literal_substitution_is_not_denied(
         policy: Policy, project: Path, in_home: Path, command: str) -> None:
     assert _decide(policy, command, project) == "abstain", command
+
+
+def test_a_script_with_nul_bytes_after_its_first_line_is_unknown_code(
+        policy: Policy, project: Path, in_home: Path) -> None:
+    """bash calls a file binary only for a NUL before the first newline of its first 80
+    bytes; later NULs it skips, and runs the rest."""
+    script = project / "run.sh"
+    script.write_bytes(b"cat .env\n\0\n")
+    script.chmod(0o755)
+    assert _decide(policy, "./run.sh", project) == "deny"
+    assert SECRET in _run("./run.sh 2>/dev/null", project, in_home)
+    _executable(project / "env-busybox.sh", "#!/usr/bin/env busybox sh\ncat .env\n")
+    assert _decide(policy, "./env-busybox.sh", project) == "deny"  # busybox's own shell
+    (project / "tool").write_bytes(Path("/bin/true").read_bytes())
+    (project / "tool").chmod(0o755)
+    assert _decide(policy, "./tool", project) == "abstain"  # a binary: an unknown program

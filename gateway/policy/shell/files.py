@@ -24,6 +24,9 @@ class ScriptText:
     why: str = ""
     missing: bool = False
     """Nothing is at the path (yet)."""
+    bash_runs: bool = False
+    """Not read (NUL bytes), yet bash runs it as a script when it is executed: no NUL comes
+    before the first newline of its first 80 bytes (bash's own test for a binary)."""
 
 
 class Files(Protocol):
@@ -84,7 +87,9 @@ class DiskFiles:
         if len(data) > MAX_SCRIPT_BYTES:
             return ScriptText(None, f"{path} is larger than {MAX_SCRIPT_BYTES // 1024} KiB")
         if b"\0" in data:  # bash refuses it; python runs bytecode no one can read here
-            return ScriptText(None, f"{path} is a binary file, not a script")
+            first = data[:80].split(b"\n", 1)[0]
+            return ScriptText(None, f"{path} is a binary file, not a script",
+                              bash_runs=b"\0" not in first)
         return ScriptText(data.decode("utf-8", "replace"))
 
     def glob(self, pattern: str, cwd: str, options: frozenset[str] = frozenset()

@@ -145,6 +145,10 @@ class ProgramRuns(SyntaxWalk):
         there yet that the command itself writes is code not known here."""
         path = words[0]
         found = self.files.script(path.text, self.cwd)
+        if found.bash_runs:
+            self.fail(f"{path.text} holds NUL bytes after its first line, which bash runs as a "
+                      "script that is not analysed")
+            return
         if found.text is None:
             if found.missing and not self.speculating:
                 self.missing_programs.append(path.text)
@@ -444,4 +448,7 @@ def shebang_interpreter(text: str) -> str:
     if program == "env":
         rest = [p for p in parts[1:] if not p.startswith("-") and "=" not in p]
         program = rest[0].rsplit("/", 1)[-1] if rest else ""
+        parts = rest
+    if program in ("busybox", "toybox") and len(parts) > 1:  # `#!/bin/busybox sh`
+        program = parts[1].rsplit("/", 1)[-1]
     return program
