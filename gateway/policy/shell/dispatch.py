@@ -120,7 +120,7 @@ class CommandDispatch(ProgramRuns):
                 w.text == "--" or not w.text.startswith(("-", "+")) for w in words[1:])):
             self.positional_changed()
         if "/" in words[0].text and not words[0].dynamic and special is None:
-            self.program_file(words, via, depth)
+            self.program_file(words, via, depth, appended)
         if opaque:
             self.look_ahead(name, words, via, depth, feed)
 

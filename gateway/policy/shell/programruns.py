@@ -56,14 +56,18 @@ class ProgramRuns(SyntaxWalk):
         """`sh -c CODE $0 $1 ...`: CODE walked with its own positional parameters."""
         self.with_positional(positional, lambda: self.code(code, via, depth, name))
 
-    def with_positional(self, positional: Sequence[Word], walk: Callable[[], None]) -> None:
-        """Walk code whose $0, $1, ... (and "$@", one of them at a time) are these words."""
+    def with_positional(self, positional: Sequence[Word], walk: Callable[[], None],
+                        more: bool = False) -> None:
+        """Walk code whose $0, $1, ... (and "$@", one of them at a time) are these words;
+        `more`: others follow, only known at run time (xargs appends them)."""
         names = [*(str(k) for k in range(len(positional))), "@"]
         added = [n for n in names if n not in self.variables.dominated]
         for k, value in enumerate(positional):
             self.bind(str(k), value)
         for value in positional[1:] or [Word("")]:
             self.bind("@", value)
+        if more:
+            self.variables.unknown("@")
         self.variables.dominated.update(added)  # the script's own $0, $1, ...
         walk()
         self.variables.dominated.difference_update(added)
@@ -137,7 +141,8 @@ class ProgramRuns(SyntaxWalk):
             self.variables.bound.get(name) and all(
                 v.text in _PATH_ITSELF for v in self.variables.bound[name]) for name in names)
 
-    def program_file(self, words: Sequence[Word], via: tuple[str, ...], depth: int) -> None:
+    def program_file(self, words: Sequence[Word], via: tuple[str, ...], depth: int,
+                     appended: bool = False) -> None:
         """A program named by its path (`./build.sh a`): a shell script there is walked as
         `sh ./build.sh a` runs it, with its arguments as $1, ... A `#!` naming a shell, or
         none (bash runs a text file without one itself); one naming another interpreter, a
@@ -158,7 +163,7 @@ class ProgramRuns(SyntaxWalk):
             self.fail(f"{path.text} runs code in a language that is not analysed")
         elif interpreter in ("", *SHELLS):
             self.with_positional(words, lambda: self.script(
-                found.text or "", (*via, path.text), depth + 1, INHERITED))
+                found.text or "", (*via, path.text), depth + 1, INHERITED), more=appended)
 
     def evaluate(self, words: Sequence[Word], via: tuple[str, ...], depth: int) -> None:
         self.record(words, via, True)
