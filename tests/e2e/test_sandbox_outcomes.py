@@ -156,7 +156,9 @@ def read_attempts(p: Project) -> list[Attempt]:
     attempts = [
         # paths computed at run time: only the kernel sees them
         a("cat $(echo .e)nv", "sandbox"),
-        a("cat \"$(printf '%s' .env)\"", "sandbox"),
+        # a quoted printf substitution's text is its output: the hook proves it
+        a("cat \"$(printf '%s' .env)\"", "hook"),
+        a("cat \"$(printf '%s' .env | tr -d x)\"", "sandbox"),
         a("cat $(echo sub)/.env", "sandbox"),
         a("cat $(echo a/b/c/d/e/f/g/.e)nv", "sandbox"),
         a("cat $(echo node_modules/pkg/.e)nv", "sandbox"),
