@@ -253,6 +253,36 @@ def test_cd_to_a_named_or_unrelated_directory_is_not_denied(
     assert _decide(policy, command, project) == "abstain", command
 
 
+# -- the directory stack, cd -, ~+ and ~-, and cd that runs again ------------------------------
+@pytest.mark.parametrize("command", [
+    "cd ~ && cat ~+/.ssh/id_rsa", "cd ~; cd /tmp; cat ~-/.ssh/id_rsa",
+    "cd ~; cd /tmp; cd ~-/.ssh; cat id_rsa", 'cd ~; cd /tmp; cd "$OLDPWD/.ssh"; cat id_rsa',
+    "cd ~ >/dev/null; cd - >/dev/null; cd - >/dev/null; cat .ssh/id_rsa",
+    "pushd ~ >/dev/null; pushd /tmp >/dev/null; popd >/dev/null; cat .ssh/id_rsa",
+    "pushd ~ >/dev/null; pushd /tmp >/dev/null; pushd >/dev/null; cat .ssh/id_rsa",
+    "pushd ~ >/dev/null; pushd /tmp >/dev/null; pushd +1 >/dev/null; cd .ssh; cat id_rsa",
+    "for d in ~ .ssh; do cd $d; done; cat id_rsa", "cd ~; (cd /tmp); cd .ssh; cat id_rsa",
+    "cd ~; if false; then cd /tmp; fi; cd .ssh; cat id_rsa",
+    "f() { cd .ssh; }; cd ~; f; cat id_rsa", "cd ~/.ssh; cd /tmp; cd - >/dev/null; cat id_rsa",
+    "cd ~/.ssh && cd /tmp && for i in 1 2; do cat id_rsa 2>/dev/null; cd - >/dev/null; done",
+])
+def test_a_directory_reached_through_the_stack_or_a_repeated_cd_is_followed(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert SECRET in _run(command, project, in_home), command
+    assert _decide(policy, command, project) == "deny", command
+
+
+@pytest.mark.parametrize("command", [
+    "cd src && ls; cd .. && cat a.txt", "pushd src >/dev/null && ls && popd >/dev/null",
+    "cd src && cat main.py; cd -", "for d in src app; do (cd $d && ls); done",
+    'for d in */; do cd "$d"; ls; cd ..; done', "cd src; for i in 1 2; do cd ..; done; ls",
+    "cat ~+/a.txt", "cd - && ls",
+])
+def test_ordinary_directory_changes_are_not_denied(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command
+
+
 # -- options that name files -----------------------------------------------------------------
 @pytest.mark.parametrize("command", [
     "history -r .env; history", "git config -f .env --list", "git config --file=.env -l",

@@ -22,6 +22,9 @@ from gateway.policy.shell.words import Word, word_value
 MAX_NESTING = 200
 """Syntax nesting (subshells, substitutions) followed this deep; deeper is unparseable."""
 _ASSIGNING = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?=")
+_REPEATING = frozenset({"for_statement", "c_style_for_statement", "while_statement",
+                        "function_definition"})
+"""Bodies that may run more than once, each time after the others (walkstate.repeated_cds)."""
 
 
 class SyntaxWalk(ScriptReading):
@@ -32,6 +35,10 @@ class SyntaxWalk(ScriptReading):
         self.nesting += 1
         if self.nesting > MAX_NESTING:
             self.fail("the command is nested too deeply to analyse")
+        elif node.type in _REPEATING:
+            self.repeating += 1
+            self.dispatch(node, via, depth, feed)
+            self.repeating -= 1
         else:
             self.dispatch(node, via, depth, feed)
         self.nesting -= 1  # an exception abandons the whole walk, so no finally is needed

@@ -44,6 +44,10 @@ from gateway.policy.shell.variables import Variables
 from gateway.policy.shell.words import Word
 from gateway.policy.shell.wrappers import EVALS, FOREIGN_SHELLS, SHELLS, TRAPS, WRAPPERS
 
+_STACK_ENTRY = re.compile(r"[+-][0-9]+")
+"""`pushd +1`, `popd -0`: an entry of the directory stack, counted from either end."""
+MAX_DIRECTORIES = 64
+"""Working directories followed through a command's repeated `cd`s; more is unknown."""
 _REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
 
@@ -76,8 +80,15 @@ class WalkState:
     """The node id of the command's own top level (bindings there run unconditionally)."""
     cwds: list[str] = field(default_factory=list)
     cwd_unknown: bool = False
-    cds_by_value: list[Word] = field(default_factory=list)
-    """`cd` targets that hold variables or substitutions (resolved by settle_cwds)."""
+    cds_by_value: list[tuple[Word, int]] = field(default_factory=list)
+    """Directory-changing targets that hold variables or substitutions (resolved by
+    settle_cwds), with the count of commands walked when the change was reached."""
+    trailing_cd_at: int = -1
+    """The count of commands walked when a plain `cd`/`pushd` (not `git -C`) was reached."""
+    repeating: int = 0
+    """Inside a loop or a function body: a `cd` there may run again, after any other."""
+    repeated_cds: list[Word] = field(default_factory=list)
+    """`cd` targets that may run again (settle_cwds follows them from every directory)."""
     unsafe_for_allow: str = ""
     speculating: int = 0
     """Inside a reading of an unknown program's arguments as a command it might run."""
@@ -254,17 +265,27 @@ class WalkState:
         """cd DIR, git -C DIR, make -C DIR: later relative paths may be under DIR."""
         targets: list[Word] = []
         if name in ("cd", "pushd"):
-            operands = [w for w in words[1:] if not w.text.startswith("-")]
+            operands = [w for w in words[1:] if w.text == "-" or not w.text.startswith("-")]
+            if name == "pushd" and (not operands or _STACK_ENTRY.fullmatch(operands[0].text)):
+                return  # a directory already on the stack: one the command was in
             targets = operands[:1] or [Word("~")]
+            if targets[0].text == "-":  # the directory it was in before: maybe inherited
+                targets = [Word("${OLDPWD}", dynamic=True)]
+            if self.repeating:
+                self.repeated_cds += targets
         elif name in ("git", "make", "tar", "env"):
             targets = [words[i + 1] for i in range(1, len(words) - 1)
                        if words[i].text in ("-C", "--directory", "--chdir")]
+        if name in ("cd", "pushd") and not self.repeating:
+            self.trailing_cd_at = len(self.commands)
         for target in targets:
             if target.dynamic or target.globby:
                 self.cwd_unknown = True
-                self.cds_by_value.append(target)
+                self.cds_by_value.append((target, len(self.commands)))
             else:
-                self.cwds.append(resolve(target.text, self.cwds[-1] if self.cwds else self.cwd))
+                # from any directory reached so far: a subshell's cd, a branch not taken
+                # or a popd leaves the command elsewhere than the last one
+                self.cwds += [resolve(target.text, cwd) for cwd in dict.fromkeys(self.cwds)]
 
     def settle_produced(self) -> None:
         """`t=$(mktemp -d)`, `d=$(pwd)`: a name bound to a substitution whose output is known
@@ -301,16 +322,49 @@ class WalkState:
         every value the variables may hold (a later binding may run first, in a loop), or
         from the environment the command inherits; `cd "$(mktemp -d)"` and the like by what
         they print (producers.py). Any other stays unknown."""
-        if not self.cwd_unknown:
-            return
-        reached: list[str] = []
-        for target in self.cds_by_value:
-            found = self._cd_values(target)
-            if found is None:
+        if self.cwd_unknown:
+            reached: list[str] = []
+            for target, walked in self.cds_by_value:
+                if self._nothing_runs_after(walked):
+                    continue  # `cd src && make; cd -`: no path is relative to where it goes
+                found = self._cd_values(target, [*self.cwds, *reached])
+                if found is None:
+                    return
+                reached += found
+            self.cwds.extend(reached)
+            self.cwd_unknown = False
+        self.settle_repeated_cds()
+
+    def _nothing_runs_after(self, walked: int) -> bool:
+        """The `cd` reached when `walked` commands were walked is the command's last: no
+        command comes after it, none repeats it, no trap runs later."""
+        return (walked == self.trailing_cd_at == len(self.commands)
+                and not any(c.name == "trap" for c in self.commands))
+
+    def settle_repeated_cds(self) -> None:
+        """A `cd` in a loop or a function may run after any other, again and again
+        (`for d in ~ .ssh; do cd $d; done`): its relative targets are followed from every
+        directory reached until no new one appears; past MAX_DIRECTORIES, unknown."""
+        steps: list[str] = []
+        for target in self.repeated_cds:
+            values = ([target] if not target.dynamic else self.variables.alternatives(
+                target, self.files.environment, dict.fromkeys(self.cwds)))
+            for value in values:
+                if value.dynamic or value.globby:
+                    self.cwd_unknown = True
+                    return
+                if not value.text.startswith(("/", "~")):
+                    steps.append(value.text)
+        reached = dict.fromkeys(self.cwds)
+        fresh = list(reached)
+        while steps and fresh:
+            fresh = [d for d in dict.fromkeys(resolve(s, c) for c in fresh for s in steps)
+                     if d not in reached]
+            reached.update(dict.fromkeys(fresh))
+            if len(reached) > MAX_DIRECTORIES:
+                self.cwd_unknown = True
                 return
-            reached += found
-        self.cwds.extend(reached)
-        self.cwd_unknown = False
+        self.cwds[:] = list(reached)
 
     def _variable(self, name: str) -> list[str] | None:
         """What `$name` may hold when the command runs: its bindings in the command and the
@@ -324,7 +378,7 @@ class WalkState:
             found += [inherited] if inherited is not None else []
         return found
 
-    def _cd_values(self, target: Word) -> list[str] | None:
+    def _cd_values(self, target: Word, cwds: list[str]) -> list[str] | None:
         environment = self.files.environment
         produced = produced_directories(target.text, self.cwds, self._variable)
         if produced is not None:
@@ -344,7 +398,7 @@ class WalkState:
                     return None
                 out += found
             return out
-        values = self.variables.alternatives(target, environment, None)
+        values = self.variables.alternatives(target, environment, dict.fromkeys(cwds))
         if target.globby or any(v.dynamic or v.globby for v in values):
             return None
         return [resolve(v.text, cwd) for v in values for cwd in self.cwds]

@@ -125,8 +125,29 @@ def _ansi_c(raw: str) -> str:
     return decode_ansi_c(raw[2:-1])
 
 
+_DIRECTORY_TILDE = re.compile(r"~([+-]?)([0-9]*)(?=/|$)")
+"""`~+` and `~-` are $PWD and $OLDPWD; `~N`, `~+N`, `~-N` name the directory stack."""
+
+
 def word_value(node: Node) -> Word:
     """The value bash would pass for this word, as far as it is known before running."""
+    first = node.named_children[0] if node.type == "concatenation" else node
+    if first is not None and first.type == "word":
+        tilde = _DIRECTORY_TILDE.match(_text(first))
+        if tilde is not None and (tilde.group(1) or tilde.group(2)):
+            return _directory_tilde(word_value_of(node), tilde)
+    return word_value_of(node)
+
+
+def _directory_tilde(word: Word, tilde: re.Match[str]) -> Word:
+    """`~+/x` is $PWD/x and `~-/x` $OLDPWD/x (bash expands them only unquoted, at the
+    start); a directory-stack entry (`~1`, `~-0`) is a directory only known at run time."""
+    sign, digits = tilde.groups()
+    name = "DIRSTACK" if digits else "PWD" if sign == "+" else "OLDPWD"
+    return Word(f"${{{name}}}" + word.text[tilde.end():], dynamic=True, globby=word.globby)
+
+
+def word_value_of(node: Node) -> Word:
     kind = node.type
     if kind in _DYNAMIC:
         return Word(_text(node), dynamic=True, lead_dynamic=True,
@@ -138,7 +159,7 @@ def word_value(node: Node) -> Word:
     if kind in ("string", "translated_string"):
         return _quoted(_string(node))
     if kind == "concatenation":
-        parts = [word_value(child) for child in node.named_children]
+        parts = [word_value_of(child) for child in node.named_children]
         if not parts:
             return Word(_unescape_unquoted(_text(node)))
         globby = any(p.globby for p in parts) or _BRACE.search(_text(node)) is not None
