@@ -65,6 +65,33 @@ def test_a_word_the_parser_splits_is_read_as_bash_reads_it() -> None:
     assert [c.name for c in assignment.commands] == []  # no command named `b/c`
 
 
+# -- tree-sitter-bash fails on a here-string after a file redirection; bash does not --------
+@pytest.mark.parametrize("command", [
+    "cat > out.txt <<< hello", 'grep -q a 2>/dev/null <<< "abc"',
+    "if true; then tr a b >out.txt <<<$HOME; fi", "cat 2>/dev/null >o <<< a && cat >p <<< b",
+])
+def test_a_here_string_after_a_redirection_is_parsed_as_bash_reads_it(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert not scan(command, str(project)).unparseable, command
+    assert _decide(policy, command, project) == "abstain", command
+
+
+@pytest.mark.parametrize("command", [
+    "cat > .github/workflows/ci.yml <<< x", "tee 2>/dev/null .github/workflows/ci.yml <<< x",
+    "sh > /dev/null <<< 'echo x > .github/workflows/ci.yml'",
+])
+def test_writes_by_a_here_string_after_a_redirection_are_denied(
+        policy: Policy, project: Path, in_home: Path, workflows: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert _changes(command, project, in_home, workflows), command
+
+
+def test_a_here_string_after_a_redirection_of_stdin_stays_unparseable(project: Path) -> None:
+    """Which one stdin is depends on the order: the text is not rewritten."""
+    assert scan("cat < a.txt <<< x", str(project)).unparseable
+    assert scan("cat >&0 <<< x", str(project)).unparseable
+
+
 @pytest.mark.parametrize("command", [
     "x=.github; y=workflows; cp a.txt $x/$y/ci.yml",
     "x=.github; y=workflows; echo hi > $x/$y/ci.yml",

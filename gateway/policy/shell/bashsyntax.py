@@ -10,7 +10,12 @@ from functools import lru_cache
 from tree_sitter import Language, Node, Parser
 
 from gateway.policy.shell.argv import normalize_name
-from gateway.policy.shell.misparse import braced, misread_names
+from gateway.policy.shell.misparse import (
+    braced,
+    herestrings_first,
+    misplaced_herestrings,
+    misread_names,
+)
 from gateway.policy.shell.producers import literal_output
 from gateway.policy.shell.words import Word, word_value
 
@@ -41,10 +46,15 @@ def parse_bash(source: str) -> Node:
     data = source.encode("utf-8", "surrogateescape")
     for _ in range(_MAX_REPAIRS):
         root, parsed, shift = _parse_bytes(data)
-        misread = misread_names(root, parsed, _language())
-        if not misread:
+        misread = misread_names(root, parsed, _language())  # see misparse.py
+        moves = misplaced_herestrings(root)
+        if misread:
+            data = braced(data, [offset - shift for offset in misread])
+        elif moves:
+            data = herestrings_first(data, [(a - shift, b - shift, c - shift)
+                                            for a, b, c in moves])
+        else:
             break
-        data = braced(data, [offset - shift for offset in misread])  # see misparse.py
     return root
 
 

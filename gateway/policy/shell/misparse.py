@@ -6,6 +6,11 @@ assignment `x=$a/$` and the command `b.c`. bash reads one word (`cp a $x/$y/ci.y
 `.github/workflows/ci.yml` when x and y hold those names). Such a `$` is a token of its own,
 not the start of an expansion, and is followed at once by a name: `$name` written `${name}`
 means the same to bash and parses right.
+
+It also fails on a here-string after a file redirection (`cat > out <<< "$x"`,
+`grep -q y 2>/dev/null <<< "$x"`): `<<` becomes an error and `< WORD` a redirection. bash
+applies redirections left to right, so the here-string may come first when none of those
+before it touches stdin; it parses right there.
 """
 
 from __future__ import annotations
@@ -49,3 +54,41 @@ def braced(data: bytes, offsets: list[int]) -> bytes:
         last = name.end()
     out.append(data[last:])
     return b"".join(out)
+
+
+_STDIN_TOUCHED = re.compile(rb"^0|^<|&0")
+"""A redirection of stdin (`< f`, `0>f`, `<&3`, `<>f`) or one copying it (`>&0`)."""
+
+
+def misplaced_herestrings(root: Node) -> list[tuple[int, int, int]]:
+    """(where the redirections before it start, where it starts, where it ends) for each
+    here-string tree-sitter misreads after a file redirection, when moving it first keeps
+    bash's meaning (empty for a tree without errors)."""
+    if not root.has_error:
+        return []
+    found: list[tuple[int, int, int]] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.named_children)
+        if node.type != "redirected_statement":
+            continue
+        children = node.children
+        for at, child in enumerate(children[1:-1], start=1):
+            after = children[at + 1]
+            if (child.type == "ERROR" and child.text == b"<<" and after.type == "file_redirect"
+                    and after.start_byte == child.end_byte
+                    and (after.text or b"").startswith(b"<")):
+                before = children[1:at]
+                if before and all(b.type == "file_redirect"
+                                  and not _STDIN_TOUCHED.search(b.text or b"") for b in before):
+                    found.append((before[0].start_byte, child.start_byte, after.end_byte))
+                break
+    return found
+
+
+def herestrings_first(data: bytes, moves: list[tuple[int, int, int]]) -> bytes:
+    """`data` with each misplaced here-string written before the redirections it followed."""
+    for first, start, end in sorted(moves, reverse=True):
+        data = data[:first] + data[start:end] + b" " + data[first:start] + data[end:]
+    return data
