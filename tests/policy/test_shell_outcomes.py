@@ -608,6 +608,51 @@ def test_an_ordinary_script_run_by_its_path_is_not_denied(
     assert _decide(policy, command, project) == "abstain", (script, command)
 
 
+@pytest.mark.parametrize(("path", "command"), [
+    ("git", "./git status"), ("timeout", "./timeout 5 ls"), ("sh", "./sh -c true"),
+    ("python3", "./python3 -V"), ("find", "./find ."), ("eval", "./eval x"),
+    ("r", "./r"), ("bin/env", "bin/env"), ("bin/xargs", "echo | ./bin/xargs"),
+])
+def test_a_script_named_like_a_known_program_is_the_script(
+        policy: Policy, project: Path, in_home: Path, path: str, command: str) -> None:
+    """Outside the system's program directories the file is the program, whatever its name."""
+    (project / path).parent.mkdir(exist_ok=True)
+    _executable(project / path, f"#!/bin/sh\ncat {project}/.env\n")
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+@pytest.mark.parametrize("command", [
+    "cd d && ./run", "cd d; sh run", "cd d && bash run", "cd d && . ./run", "cd d && sh < run",
+    "pushd d >/dev/null && ./run", 'x=d; cd "$x" && ./run', 'cd "$(pwd)/d" && bash run',
+])
+def test_a_script_after_a_cd_is_the_one_in_that_directory(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    (project / "d").mkdir()
+    _executable(project / "d" / "run", "#!/bin/sh\ncat ../.env\n")
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command
+
+
+@pytest.mark.parametrize("command", [
+    "cd d && ./run", "cd d && bash run", "cd d && ../run.sh", "./d/run",
+    'x=d; cd "$x" && ./run', 'cd "$(pwd)" && ./run.sh',
+])
+def test_an_ordinary_script_after_a_cd_is_not_denied(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    (project / "d").mkdir()
+    _executable(project / "d" / "run", "#!/bin/sh\nls\n")
+    _executable(project / "run.sh", "#!/bin/sh\necho ok\n")
+    assert _decide(policy, command, project) == "abstain", command
+
+
+def test_a_program_named_like_a_known_one_that_the_command_writes_is_unknown_code(
+        policy: Policy, project: Path, in_home: Path) -> None:
+    command = "printf '#!/bin/sh\\ncat .env\\n' > git && chmod +x git && ./git status"
+    assert _decide(policy, command, project) == "deny"
+    assert SECRET in _run(command, project, in_home)
+
+
 def test_a_script_the_command_writes_first_is_unknown_code(
         policy: Policy, project: Path, in_home: Path) -> None:
     command = "printf '#!/bin/sh\\ncat .env\\n' > run.sh && chmod +x run.sh && ./run.sh"

@@ -60,6 +60,10 @@ class CommandDispatch(ProgramRuns):
             return
         if any(w.globby for w in words):
             words = [head, *(self.settle(w) for w in words[1:])]
+        if "/" in head.text and self.own_script(words, via, depth, appended):
+            self.record(words, via, False)
+            self.program_file(words, via, depth, appended)
+            return
         name = normalize_name(head.text)
         alias = self.aliases.get(head.text)
         if alias is not None and f"alias {head.text}" not in via:

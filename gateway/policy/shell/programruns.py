@@ -6,6 +6,7 @@ with the items it reads)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -141,6 +142,28 @@ class ProgramRuns(SyntaxWalk):
             self.variables.bound.get(name) and all(
                 v.text in _PATH_ITSELF for v in self.variables.bound[name]) for name in names)
 
+    def own_script(self, words: Sequence[Word], via: tuple[str, ...], depth: int,
+                   appended: bool) -> bool:
+        """`./git status`, `bin/timeout 5 ls`: a file outside the system's program
+        directories is the program run, whatever its name, so a shell script there is walked,
+        not read as the program of that name. One not there yet is also noted: code the
+        command writes there is unknown (missing_program_problem). In a directory known only
+        once the walk ends, it is read then, and the command read by its name meanwhile."""
+        path = words[0].text
+        places = self.scripts_at(path)
+        if places is None:
+            self.program_file(words, via, depth, appended)  # deferred
+            return False
+        own = False
+        for target, found in places:
+            if os.path.dirname(os.path.realpath(target)) in programs.SYSTEM_BIN_DIRS:
+                continue
+            if found.missing and not self.speculating:
+                self.missing_programs.append(path)
+            own = own or found.bash_runs or (found.text is not None and shebang_interpreter(
+                found.text) in ("", *SHELLS, *FOREIGN_SHELLS))
+        return own
+
     def program_file(self, words: Sequence[Word], via: tuple[str, ...], depth: int,
                      appended: bool = False) -> None:
         """A program named by its path (`./build.sh a`): a shell script there is walked as
@@ -149,21 +172,28 @@ class ProgramRuns(SyntaxWalk):
         binary, or a script over the size cap is left as an unknown program. A script not
         there yet that the command itself writes is code not known here."""
         path = words[0]
-        found = self.files.script(path.text, self.cwd)
-        if found.bash_runs:
-            self.fail(f"{path.text} holds NUL bytes after its first line, which bash runs as a "
-                      "script that is not analysed")
+        places = self.scripts_at(path.text)
+        if places is None:
+            self.deferred.setdefault(
+                ("program", path.text, *(w.text for w in words[1:]), *via),
+                lambda: self.program_file(words, via, depth, appended))
             return
-        if found.text is None:
-            if found.missing and not self.speculating:
-                self.missing_programs.append(path.text)
-            return
-        interpreter = shebang_interpreter(found.text)
-        if interpreter in FOREIGN_SHELLS:
-            self.fail(f"{path.text} runs code in a language that is not analysed")
-        elif interpreter in ("", *SHELLS):
-            self.with_positional(words, lambda: self.script(
-                found.text or "", (*via, path.text), depth + 1, INHERITED), more=appended)
+        for _, found in places:
+            if found.bash_runs:
+                self.fail(f"{path.text} holds NUL bytes after its first line, which bash runs "
+                          "as a script that is not analysed")
+                return
+            if found.text is None:
+                if found.missing and not self.speculating:
+                    self.missing_programs.append(path.text)
+                continue
+            interpreter = shebang_interpreter(found.text)
+            if interpreter in FOREIGN_SHELLS:
+                self.fail(f"{path.text} runs code in a language that is not analysed")
+            elif interpreter in ("", *SHELLS):
+                self.with_positional(words, functools.partial(
+                    self.script, found.text, (*via, path.text), depth + 1, INHERITED),
+                    more=appended)
 
     def evaluate(self, words: Sequence[Word], via: tuple[str, ...], depth: int) -> None:
         self.record(words, via, True)

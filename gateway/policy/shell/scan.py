@@ -61,6 +61,7 @@ def scan(command: str, cwd: str = "", *, files: Files = DISK,
     gc.disable()  # the walk allocates but frees nothing; collections would rescan it all
     try:
         walker.script(command, (), 0, INHERITED)
+        walker.run_deferred()
         walker.path_programs()
         walker.fail(walker.hazards.problem())
         walker.fail(walker.missing_script_problem())

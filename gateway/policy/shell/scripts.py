@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from gateway.policy.shell import programs
 from gateway.policy.shell.bashsyntax import heredoc_texts, parse_bash, tabless
-from gateway.policy.shell.files import resolve
 from gateway.policy.shell.interp.programs import OPAQUE_LANGUAGES
 from gateway.policy.shell.lexer import lex
 from gateway.policy.shell.scanned import INHERITED, Feed, replace_command
@@ -49,20 +48,25 @@ class ScriptReading(WalkState):
         if path.dynamic or path.globby:
             self.fail(f"{what} runs a script named at run time")
             return
-        found = self.files.script(path.text, self.cwd)
-        if found.text is None and found.missing and self.speculating:
-            return  # a guess at what an unknown program runs: no code of its own to read
-        if found.text is None and found.missing:
-            # Decided when the whole command is known (`finish`): whether any step of it
-            # could put the script there, whatever order they run in.
-            self.missing_scripts.append((len(self.commands) - 1, resolve(path.text, self.cwd),
-                                         f"{what} runs {path.text}, which cannot be "
-                                         f"analysed: {found.why}"))
+        places = self.scripts_at(path.text)
+        if places is None:
+            self.deferred.setdefault(("script", f"{what} {path.text}", *via), lambda: (
+                self.script_file(path, via, depth, what)))
             return
-        if found.text is None:
-            self.fail(f"{what} runs {path.text}, which cannot be analysed: {found.why}")
-            return
-        self.script(found.text, (*via, what), depth + 1, INHERITED)
+        for target, found in places:
+            if found.text is None and found.missing and self.speculating:
+                continue  # a guess at what an unknown program runs: no code of its own
+            if found.text is None and found.missing:
+                # Decided when the whole command is known (`finish`): whether any step of
+                # it could put the script there, whatever order they run in.
+                self.missing_scripts.append((len(self.commands) - 1, target,
+                                             f"{what} runs {path.text}, which cannot be "
+                                             f"analysed: {found.why}"))
+            elif found.text is None:
+                self.fail(f"{what} runs {path.text}, which cannot be analysed: {found.why}")
+                return
+            else:
+                self.script(found.text, (*via, what), depth + 1, INHERITED)
 
     def missing_program_problem(self) -> str:
         """A program run by a path that is not on disk, which a step of the command writes
@@ -120,16 +124,23 @@ class ScriptReading(WalkState):
                 self.script_file(feed.path, via, depth, what)
                 return
             self.access("read", feed.path, what)
-            found = self.files.script(feed.path.text, self.cwd) if not (
+            places = self.scripts_at(feed.path.text) if not (
                 feed.path.dynamic or feed.path.globby) else None
-            if found is not None and found.text is not None:
-                self.foreign_code(language, found.text, via, depth, what)
-            elif found is not None and found.missing:  # unknown if the command writes it
-                self.missing_scripts.append((len(self.commands) - 1,
-                                             resolve(feed.path.text, self.cwd),
-                                             f"{what} reads {language} code from "
-                                             f"{feed.path.text}: {found.why}"))
-            else:
+            if places is None and not (feed.path.dynamic or feed.path.globby):
+                self.deferred.setdefault(
+                    ("stdin", f"{what} < {feed.path.text}", language, *via),
+                    lambda: self.stdin_code(language, feed, via, depth, what))
+                return
+            for target, found in places or []:
+                if found.text is not None:
+                    self.foreign_code(language, found.text, via, depth, what)
+                elif found.missing:  # unknown if the command writes it
+                    self.missing_scripts.append((len(self.commands) - 1, target,
+                                                 f"{what} reads {language} code from "
+                                                 f"{feed.path.text}: {found.why}"))
+                else:
+                    places = None
+            if places is None:
                 self.fail(f"{what} reads {language} code from a file that cannot be read here")
         elif feed.unknown:
             self.fail(f"{what} reads code from {feed.unknown}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -20,7 +20,7 @@ from gateway.policy.shell.argv import normalize_name
 from gateway.policy.shell.equivalents import equivalent_commands
 from gateway.policy.shell.evaluation import EvalHazards
 from gateway.policy.shell.filecreation import CHANGES_ONLY, creates_unknown_names
-from gateway.policy.shell.files import Files, resolve
+from gateway.policy.shell.files import Files, ScriptText, resolve
 from gateway.policy.shell.filetrees import tree
 from gateway.policy.shell.fileuse import file_uses
 from gateway.policy.shell.globs import alternatives, is_glob, is_pattern
@@ -46,6 +46,8 @@ from gateway.policy.shell.wrappers import EVALS, FOREIGN_SHELLS, SHELLS, TRAPS, 
 
 _STACK_ENTRY = re.compile(r"[+-][0-9]+")
 """`pushd +1`, `popd -0`: an entry of the directory stack, counted from either end."""
+MAX_DEFERRALS = 4
+"""Rounds of deferred scripts (a deferred script's own `cd "$x" && ./y`) followed."""
 MAX_DIRECTORIES = 64
 """Working directories followed through a command's repeated `cd`s; more is unknown."""
 _REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
@@ -98,6 +100,9 @@ class WalkState:
     """(index of the command that runs it, its path, why) for scripts not on disk."""
     missing_programs: list[str] = field(default_factory=list)
     """The paths programs are run by that are not on disk."""
+    deferred: dict[tuple[str, ...], Callable[[], None]] = field(default_factory=dict)
+    """Scripts named by a relative path in a directory a `cd` reaches by value
+    (`cd "$d" && ./run`): read once the walk has settled where that is (run_deferred)."""
     functions: set[str] = field(default_factory=set)
     """Names the command defines as shell functions (bash runs those, not a PATH lookup)."""
     path_values: list[tuple[Word, tuple[str, ...] | None]] = field(default_factory=list)
@@ -286,6 +291,32 @@ class WalkState:
                 # from any directory reached so far: a subshell's cd, a branch not taken
                 # or a popd leaves the command elsewhere than the last one
                 self.cwds += [resolve(target.text, cwd) for cwd in dict.fromkeys(self.cwds)]
+
+    def scripts_at(self, path: str) -> list[tuple[str, ScriptText]] | None:
+        """What is at `path` from each directory the command may be in when it runs it (after
+        `cd d`, `./run.sh` may be d's): (the path resolved, the file there); None when a
+        relative path is under a directory only known at run time."""
+        if path.startswith(("/", "~")):
+            return [(resolve(path, "/"), self.files.script(path, "/"))]
+        if self.cwd_unknown:
+            return None
+        cwds = dict.fromkeys(self.cwds or [self.cwd or "/"])
+        return [(resolve(path, cwd), self.files.script(path, cwd)) for cwd in cwds]
+
+    def run_deferred(self) -> None:
+        """The deferred scripts, read from the directories the walk settled on; a directory
+        still unknown makes them unknown code."""
+        for _ in range(MAX_DEFERRALS):
+            if not self.deferred:
+                return
+            self.settle_cwds()
+            if self.cwd_unknown:
+                break
+            pending, self.deferred = self.deferred, {}
+            for read in pending.values():
+                read()
+        first = next(iter(self.deferred), ("", "a script"))
+        self.fail(f"{first[1]} is run from a directory only known at run time")
 
     def settle_produced(self) -> None:
         """`t=$(mktemp -d)`, `d=$(pwd)`: a name bound to a substitution whose output is known
