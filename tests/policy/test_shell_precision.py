@@ -556,3 +556,24 @@ def test_a_binary_file_run_as_a_script_is_decided_not_read_as_one(
     """Its bytes are no script (they held NULs the paths then carried into os calls)."""
     (project / "tool").write_bytes(Path("/bin/true").read_bytes())
     assert _decide(policy, command, project) == "deny", command
+
+
+# -- a binding first in a list always runs before the rest ------------------------------------
+@pytest.mark.parametrize("command", [
+    't=$(mktemp) && mv "$t" a.txt', 't=$(mktemp) && cat "$t"',
+    'tmp=$(mktemp) && jq ".name = 1" package.json > "$tmp" && mv "$tmp" package.json',
+    'd=$(mktemp -d) && cd "$d" && touch x', 'out=$(mktemp) || exit 1; sort a.txt > "$out"',
+])
+def test_a_temporary_file_bound_first_in_a_list_is_not_denied(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "abstain", command
+
+
+@pytest.mark.parametrize("command", [
+    'true || t=a.txt; cat "${t:-.env}"', '{ t=a.txt; } > /nonexistent/f; cat "${t:-.env}"',
+    'ls /nonexistent && t=a.txt; cat "${t:-.env}"', 't=a.txt && t=.env; cat "$t"',
+])
+def test_a_binding_that_may_not_run_leaves_the_variable_unknown(
+        policy: Policy, project: Path, in_home: Path, command: str) -> None:
+    assert _decide(policy, command, project) == "deny", command
+    assert SECRET in _run(command, project, in_home), command

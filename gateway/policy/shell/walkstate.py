@@ -152,13 +152,19 @@ class WalkState:
                             settles=value.dynamic and produced_form(value.text))
 
     def top_level(self, node: Node) -> bool:
-        """Runs unconditionally in the command's own shell: no list, loop, branch, function,
-        subshell or substitution between it and the top."""
-        parent = node.parent
+        """Runs unconditionally in the command's own shell: no loop, branch, function,
+        subshell or substitution between it and the top, and in a list (`a && b`, `a || b`)
+        only as its first part, which always runs (`t=$(mktemp) && cat "$t"`). tree-sitter
+        hangs `a && b > f` as a redirection of the list; bash redirects b alone."""
+        child, parent = node, node.parent
         while parent is not None and parent.id != self.top:
-            if parent.type not in ("declaration_command", "variable_assignments"):
+            first = parent.type == "list" and parent.named_children[:1] == [child]
+            redirected_list = parent.type == "redirected_statement" and child.type == "list" and (
+                parent.child_by_field_name("body") == child)
+            if not (first or redirected_list) and parent.type not in (
+                    "declaration_command", "variable_assignments"):
                 return False
-            parent = parent.parent
+            child, parent = parent, parent.parent
         return parent is not None
 
     def fail(self, why: str) -> None:
