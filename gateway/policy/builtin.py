@@ -1,9 +1,10 @@
 """Self-protection: built-in deny rules that keep the governed agent from switching its
 governor off. Pure: the paths come in as a `Protected` value (see `protected.py`).
 
-The layer is evaluated with the policy's own layers; like any deny it cannot be lifted by a
-lower file's allow. Only the org file may turn it off (`self_protection: false`), and every
-audit record then says so.
+Their paths match in any case: on a case-insensitive filesystem (macOS's default)
+`.CLAUDE/settings.json` is `.claude/settings.json`. The layer is evaluated with the policy's
+own layers; like any deny it cannot be lifted by a lower file's allow. Only the org file may
+turn it off (`self_protection: false`), and every audit record then says so.
 """
 
 from __future__ import annotations
@@ -117,7 +118,8 @@ def builtin_layer(protected: Protected) -> Layer:
         for pattern in dict.fromkeys(spec.patterns):
             text = f"Edit({pattern})" if spec.tools == EDIT_TOOLS else f"Read/Edit({pattern})"
             rules.append(Rule(spec.id, "deny", False, f"{spec.reason} [{pattern}]",
-                              spec.tools, None, PathRule(compile_path_pattern(pattern)), text))
+                              spec.tools, None,
+                              PathRule(compile_path_pattern(pattern, fold_case=True)), text))
     return index_layer(BUILTIN_LAYER, "(built in)", "enforce", "abstain", "deny", rules)
 
 

@@ -221,8 +221,10 @@ def _relative(target: str, base: str) -> str | None:
     return target[len(base) + 1 :] if target.startswith(base + "/") else None
 
 
-def compile_path_pattern(content: str) -> PathPattern:
-    """Compile the text inside `Read(...)`/`Edit(...)`; ValueError says what is wrong."""
+def compile_path_pattern(content: str, *, fold_case: bool = False) -> PathPattern:
+    """Compile the text inside `Read(...)`/`Edit(...)`; ValueError says what is wrong.
+    `fold_case`: match any case of the letters (the name a case-insensitive filesystem,
+    macOS's default, gives the same file)."""
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern  # compile time only
 
     anchor: Anchor
@@ -247,6 +249,8 @@ def compile_path_pattern(content: str) -> PathPattern:
     floating = not body.startswith("/") and "/" not in body.rstrip("/").removeprefix("**/")
     literal = re.split(r"[*?\[]", body.lstrip("/"), maxsplit=1)[0]
     prefix = literal.rsplit("/", 1)[0] if "/" in literal else ""
+    if fold_case:
+        regex = f"(?i:{regex})"  # scoped, so a union of patterns keeps it per pattern
     return PathPattern(anchor, re.compile(regex), floating, content, prefix)
 
 

@@ -75,6 +75,25 @@ def test_file_tools_cannot_touch_the_gateway(setup: tuple[Policy, Path, Path]) -
         assert decide(policy, call).kind == "deny", (tool, path)
 
 
+@pytest.mark.parametrize(("command", "rule"), [
+    ("mkdir -p .CLAUDE && echo '{{}}' > .CLAUDE/settings.json", "builtin:claude-settings"),
+    ("echo x > .Claude/Settings.Local.json", "builtin:claude-settings"),
+    ("echo x >> ~/.BASHRC", "builtin:session-startup"),
+    ("echo x > .MCP.json", "builtin:session-startup"),
+    ("echo x > .GIT/hooks/pre-commit", "builtin:git-code"),
+    ("echo forged >> {home}/AUDIT.jsonl", "builtin:gateway-state"),
+])
+def test_a_case_insensitive_filesystem_does_not_unlock_the_gateway(
+        setup: tuple[Policy, Path, Path], command: str, rule: str) -> None:
+    """On macOS's default filesystem any case of a protected name is that file."""
+    policy, project, home = setup
+    decision = decide(policy, _bash(command.format(home=home), project))
+    assert (decision.kind, decision.rule_id) == ("deny", rule), command
+    call = ToolCall("Write", {"file_path": str(project / ".CLAUDE" / "settings.json")},
+                    cwd=str(project))
+    assert decide(policy, call).rule_id == "builtin:claude-settings"
+
+
 def test_ordinary_work_is_untouched(setup: tuple[Policy, Path, Path]) -> None:
     policy, project, _ = setup
     assert decide(policy, _bash("echo hi > notes.txt", project)).kind == "allow"
