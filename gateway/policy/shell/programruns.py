@@ -150,14 +150,12 @@ class ProgramRuns(SyntaxWalk):
         command writes there is unknown (missing_program_problem). In a directory known only
         once the walk ends, it is read then, and the command read by its name meanwhile."""
         path = words[0].text
-        places = self.scripts_at(path)
+        places = self.scripts_at(path, system=False)
         if places is None:
             self.program_file(words, via, depth, appended)  # deferred
             return False
         own = False
-        for target, found in places:
-            if os.path.dirname(os.path.realpath(target)) in programs.SYSTEM_BIN_DIRS:
-                continue
+        for _, found in places:
             if found.missing and not self.speculating:
                 self.missing_programs.append(path)
             own = own or found.bash_runs or (found.text is not None and shebang_interpreter(

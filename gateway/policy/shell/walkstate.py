@@ -6,6 +6,7 @@ programruns.py, dispatch.py); its two recursive steps are declared here."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -298,16 +299,21 @@ class WalkState:
                 # or a popd leaves the command elsewhere than the last one
                 self.cwds += [resolve(target.text, cwd) for cwd in dict.fromkeys(self.cwds)]
 
-    def scripts_at(self, path: str) -> list[tuple[str, ScriptText]] | None:
+    def scripts_at(self, path: str, *, system: bool = True
+                   ) -> list[tuple[str, ScriptText]] | None:
         """What is at `path` from each directory the command may be in when it runs it (after
         `cd d`, `./run.sh` may be d's): (the path resolved, the file there); None when a
-        relative path is under a directory only known at run time."""
+        relative path is under a directory only known at run time. `system=False` leaves out
+        files in the system's program directories (unread: they are the programs named)."""
         if path.startswith(("/", "~")):
-            return [(resolve(path, "/"), self.files.script(path, "/"))]
-        if self.cwd_unknown:
+            cwds: Sequence[str] = ["/"]
+        elif self.cwd_unknown:
             return None
-        cwds = dict.fromkeys(self.cwds or [self.cwd or "/"])
-        return [(resolve(path, cwd), self.files.script(path, cwd)) for cwd in cwds]
+        else:
+            cwds = list(dict.fromkeys(self.cwds or [self.cwd or "/"]))
+        return [(resolve(path, cwd), self.files.script(path, cwd)) for cwd in cwds
+                if system or os.path.dirname(os.path.realpath(resolve(path, cwd)))
+                not in programs.SYSTEM_BIN_DIRS]
 
     def run_deferred(self) -> None:
         """The deferred scripts, read from the directories the walk settled on; a directory
