@@ -292,6 +292,8 @@ def test_cd_to_a_named_or_unrelated_directory_is_not_denied(
     "cd ~; if false; then cd /tmp; fi; cd .ssh; cat id_rsa",
     "f() { cd .ssh; }; cd ~; f; cat id_rsa", "cd ~/.ssh; cd /tmp; cd - >/dev/null; cat id_rsa",
     "cd ~/.ssh && cd /tmp && for i in 1 2; do cat id_rsa 2>/dev/null; cd - >/dev/null; done",
+    "pushd ~ >/dev/null; pushd /tmp >/dev/null; cat ~1/.ssh/id_rsa",
+    "pushd ~/.ssh >/dev/null; pushd /tmp >/dev/null; DIRSTACK=x; cat ~1/id_rsa",
 ])
 def test_a_directory_reached_through_the_stack_or_a_repeated_cd_is_followed(
         policy: Policy, project: Path, in_home: Path, command: str) -> None:

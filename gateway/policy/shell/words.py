@@ -143,8 +143,9 @@ def _directory_tilde(word: Word, tilde: re.Match[str]) -> Word:
     """`~+/x` is $PWD/x and `~-/x` $OLDPWD/x (bash expands them only unquoted, at the
     start); a directory-stack entry (`~1`, `~-0`) is a directory only known at run time."""
     sign, digits = tilde.groups()
-    name = "DIRSTACK" if digits else "PWD" if sign == "+" else "OLDPWD"
-    return Word(f"${{{name}}}" + word.text[tilde.end():], dynamic=True, globby=word.globby)
+    start = (f"$(dirs -l {sign or '+'}{digits})" if digits  # no binding of DIRSTACK adds one
+             else "${PWD}" if sign == "+" else "${OLDPWD}")
+    return Word(start + word.text[tilde.end():], dynamic=True, globby=word.globby)
 
 
 def word_value_of(node: Node) -> Word:
