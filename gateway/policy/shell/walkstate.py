@@ -101,6 +101,8 @@ class WalkState:
     """(index of the command that runs it, its path, why) for scripts not on disk."""
     missing_programs: list[str] = field(default_factory=list)
     """The paths programs are run by that are not on disk."""
+    script_texts: dict[tuple[str, str], ScriptText] = field(default_factory=dict)
+    """Files read as scripts, by (path as named, the directory it was named from)."""
     deferred: dict[tuple[str, ...], Callable[[], None]] = field(default_factory=dict)
     """Scripts named by a relative path in a directory a `cd` reaches by value
     (`cd "$d" && ./run`): read once the walk has settled where that is (run_deferred)."""
@@ -285,11 +287,11 @@ class WalkState:
                 targets = [Word("${OLDPWD}", dynamic=True)]
             if self.repeating:
                 self.repeated_cds += targets
+            else:
+                self.trailing_cd_at = len(self.commands)
         elif name in ("git", "make", "tar", "env"):
             targets = [words[i + 1] for i in range(1, len(words) - 1)
                        if words[i].text in ("-C", "--directory", "--chdir")]
-        if name in ("cd", "pushd") and not self.repeating:
-            self.trailing_cd_at = len(self.commands)
         for target in targets:
             if target.dynamic or target.globby:
                 self.cwd_unknown = True
@@ -311,9 +313,20 @@ class WalkState:
             return None
         else:
             cwds = list(dict.fromkeys(self.cwds or [self.cwd or "/"]))
-        return [(resolve(path, cwd), self.files.script(path, cwd)) for cwd in cwds
-                if system or os.path.dirname(os.path.realpath(resolve(path, cwd)))
-                not in programs.SYSTEM_BIN_DIRS]
+        places = [(resolve(path, cwd), cwd) for cwd in cwds]
+        if not system:
+            places = [(target, cwd) for target, cwd in places
+                      if os.path.dirname(os.path.realpath(target)) not in programs.SYSTEM_BIN_DIRS]
+        return [(target, self._script(path, cwd)) for target, cwd in places]
+
+    def _script(self, path: str, cwd: str) -> ScriptText:
+        """The file at `path` from `cwd`, read once per decision (own_script and program_file,
+        a deferred lookup, a script run twice all ask): the disk does not change while the
+        command is only being read."""
+        found = self.script_texts.get((path, cwd))
+        if found is None:
+            found = self.script_texts[(path, cwd)] = self.files.script(path, cwd)
+        return found
 
     def run_deferred(self) -> None:
         """The deferred scripts, read from the directories the walk settled on; a directory
