@@ -21,6 +21,7 @@ import pytest
 
 from gateway.policy import Policy
 from gateway.policy.shell.scan import scan
+from gateway.policy.shell.walkstate import MAX_DIRECTORIES
 from tests.policy.conftest import SECRET
 from tests.policy.test_shell_precision import _decide, _run
 
@@ -299,6 +300,17 @@ def test_a_directory_reached_through_the_stack_or_a_repeated_cd_is_followed(
         policy: Policy, project: Path, in_home: Path, command: str) -> None:
     assert SECRET in _run(command, project, in_home), command
     assert _decide(policy, command, project) == "deny", command
+
+
+def test_directories_reached_from_every_other_are_bounded(
+        policy: Policy, project: Path, in_home: Path) -> None:
+    """Each relative cd is followed from every directory reached before it, so a chain of
+    them doubles what is followed: past MAX_DIRECTORIES the directory is unknown, decided in
+    bounded time, never by the hook's timeout (which lets the tool run)."""
+    chain = " ; ".join(f"cd d{i} && ./run{i}" for i in range(12))  # 4,096 uncapped
+    found = scan(chain, str(project))
+    assert found.cwd_unknown and len(found.cwds) <= 2 * MAX_DIRECTORIES and not found.refused
+    assert _decide(policy, chain + "; cat .ssh/id_rsa", project) == "deny"
 
 
 @pytest.mark.parametrize("command", [

@@ -50,7 +50,7 @@ _STACK_ENTRY = re.compile(r"[+-][0-9]+")
 MAX_DEFERRALS = 4
 """Rounds of deferred scripts (a deferred script's own `cd "$x" && ./y`) followed."""
 MAX_DIRECTORIES = 64
-"""Working directories followed through a command's repeated `cd`s; more is unknown."""
+"""Working directories a command may be in that are followed; more is unknown."""
 _REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
 
@@ -83,6 +83,9 @@ class WalkState:
     """The node id of the command's own top level (bindings there run unconditionally)."""
     cwds: list[str] = field(default_factory=list)
     cwd_unknown: bool = False
+    too_many_cwds: bool = False
+    """More than MAX_DIRECTORIES directories reached (`cd a; cd b; ...` from each of the
+    others): where relative paths lead is unknown, whatever settle_cwds finds."""
     cds_by_value: list[tuple[Word, int]] = field(default_factory=list)
     """Directory-changing targets that hold variables or substitutions (resolved by
     settle_cwds), with the count of commands walked when the change was reached."""
@@ -296,10 +299,14 @@ class WalkState:
             if target.dynamic or target.globby:
                 self.cwd_unknown = True
                 self.cds_by_value.append((target, len(self.commands)))
-            else:
+            elif not self.too_many_cwds:
                 # from any directory reached so far: a subshell's cd, a branch not taken
                 # or a popd leaves the command elsewhere than the last one
-                self.cwds += [resolve(target.text, cwd) for cwd in dict.fromkeys(self.cwds)]
+                reached = dict.fromkeys(self.cwds)
+                reached.update(dict.fromkeys([resolve(target.text, cwd) for cwd in reached]))
+                self.too_many_cwds = len(reached) > MAX_DIRECTORIES
+                self.cwd_unknown = self.cwd_unknown or self.too_many_cwds
+                self.cwds[:] = list(reached)
 
     def scripts_at(self, path: str, *, system: bool = True
                    ) -> list[tuple[str, ScriptText]] | None:
@@ -378,6 +385,8 @@ class WalkState:
         every value the variables may hold (a later binding may run first, in a loop), or
         from the environment the command inherits; `cd "$(mktemp -d)"` and the like by what
         they print (producers.py). Any other stays unknown."""
+        if self.too_many_cwds:
+            return
         if self.cwd_unknown:
             reached: list[str] = []
             for target, walked in self.cds_by_value:
