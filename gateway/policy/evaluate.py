@@ -24,6 +24,7 @@ from gateway.policy.file_hits import ResolvedPaths, file_hits
 from gateway.policy.outcome import Hit, LayerOutcome, combine, hit, layer_outcome, uncertain
 from gateway.policy.pathrules import UNION_FROM
 from gateway.policy.paths import deciding
+from gateway.policy.session_dir import session_directory
 from gateway.policy.shadowing import RULE as SHADOWING_RULE
 from gateway.policy.shadowing import shadowing_write
 from gateway.policy.shell.scan import Scan, scan
@@ -65,7 +66,8 @@ def explain(policy: Policy, call: ToolCall, *, sandboxed: bool = False,
     `sandbox_unavailable`: why the sandbox cannot start for this session ('' when it can or
     nobody tried): with `sandbox: required`, Bash is then denied. `~` stands for
     `call.environ`'s HOME (the password database's entry when it has none)."""
-    with deciding(call.environ):
+    root = session_directory(call.cwd, call.transcript_path, call.environ)
+    with deciding(call.environ, project_root=root):
         return _explain(policy, call, sandboxed, sandbox_unavailable)
 
 

@@ -1,9 +1,10 @@
 """Path rules for Read/Edit-family tools: gitignore-style globs anchored as Claude Code does.
 
 `//abs/**` is absolute, `~/x` is under the home directory, `/x` is under the project root
-(the session's cwd), and `x` or `./x` is relative to cwd (unanchored gitignore patterns such as
-`*.env` or `**/.env` match at any depth). Targets are normalized (`~`, `..`, relative to cwd)
-and checked both as written and with symlinks resolved.
+(the directory the session started in, whatever the agent has `cd`-ed into since), and `x`
+or `./x` is relative to cwd (unanchored gitignore patterns such as `*.env`, `**/.env` or
+`**/.git/config` match at any depth, outside cwd too). Targets are normalized (`~`, `..`,
+relative to cwd) and checked both as written and with symlinks resolved.
 """
 
 from __future__ import annotations
@@ -120,6 +121,8 @@ class Lookup:
     """Anchors resolved: a decision checks dozens of rules against the same two or three
     directories, and resolving one costs a system call per path component."""
     walks: dict[tuple[str, ...], _Walk] = field(default_factory=dict)
+    project_root: str = ""
+    """The directory the session started in ('' unknown: cwd stands for it)."""
 
     @cached_property
     def home(self) -> str:
@@ -145,13 +148,13 @@ def password_home() -> str | None:
 
 
 @contextmanager
-def deciding(environ: Mapping[str, str] | None = None, link_budget_s: float | None = None
-             ) -> Iterator[Lookup]:
+def deciding(environ: Mapping[str, str] | None = None, link_budget_s: float | None = None,
+             project_root: str = "") -> Iterator[Lookup]:
     """One decision's lookups in `environ` (none given: an empty one); its hard-link
-    searches get `link_budget_s` from now."""
+    searches get `link_budget_s` from now; `/x` patterns are under `project_root`."""
     environ = {} if environ is None else environ
     budget = LINK_SEARCH_BUDGET_S if link_budget_s is None else link_budget_s
-    lookup = Lookup(environ, time.monotonic() + budget)
+    lookup = Lookup(environ, time.monotonic() + budget, project_root=project_root)
     token = _LOOKUP.set(lookup)
     try:
         yield lookup
@@ -204,7 +207,12 @@ def _bases(anchor: Anchor, cwd: str) -> tuple[str, ...]:
     lookup = _lookup()
     found = lookup.bases.get((anchor, cwd))
     if found is None:
-        base = lookup.home if anchor == "home" else (cwd or "/")
+        if anchor == "home":
+            base = lookup.home
+        elif anchor == "root":
+            base = lookup.project_root or cwd or "/"
+        else:
+            base = cwd or "/"
         real = os.path.realpath(base)
         found = (base,) if real == base else (base, real)
         if len(lookup.bases) < 64:
@@ -246,7 +254,9 @@ def compile_path_pattern(content: str, *, fold_case: bool = False) -> PathPatter
         raise ValueError(f"bad path pattern {content!r}: {exc}") from None
     if regex is None or not include:
         raise ValueError(f"bad path pattern {content!r}: negations are not supported")
-    floating = not body.startswith("/") and "/" not in body.rstrip("/").removeprefix("**/")
+    # `*.env`, `**/.env` and `**/.git/config` match at any depth, outside cwd too
+    floating = not body.startswith("/") and (
+        body.startswith("**/") or "/" not in body.rstrip("/"))
     literal = re.split(r"[*?\[]", body.lstrip("/"), maxsplit=1)[0]
     prefix = literal.rsplit("/", 1)[0] if "/" in literal else ""
     if fold_case:
