@@ -18,6 +18,7 @@ ASK_TIMEOUT_S = 2.0
 def run(args: argparse.Namespace) -> int:
     from gateway.env import TOKEN_ENV
     from gateway.policy.floor import Floor, mirrored_floor
+    from gateway.policy.withheld_env import SCRUB_ENV, is_pattern, withheld_names
     from gateway.server.claude_settings import (
         command_hook_settings,
         gateway_settings,
@@ -49,8 +50,19 @@ def run(args: argparse.Namespace) -> int:
         from gateway.policy.sandbox import compile_sandbox
         from gateway.server.claude_settings import with_sandbox
 
-        config = compile_sandbox(policy.layers, os.path.expanduser("~"))
+        config = compile_sandbox(policy.layers, os.path.expanduser("~"),
+                                 withheld_names(policy.withheld_env))
         settings = with_sandbox(settings, config, policy.sandbox_fingerprint)
+        if not args.command_hook:
+            # Hooks and MCP servers get the scrubbed environment too. Not for command hooks:
+            # the gateway's own would lose the token they relay with.
+            settings.setdefault("env", {})[SCRUB_ENV] = "1"
+        patterns = [p for p in policy.withheld_env if is_pattern(p)]
+        if patterns:
+            print(f"{PROG}: environment.withhold {', '.join(patterns)}: a pattern names "
+                  "variables of an environment these settings do not see; list the names "
+                  "(the sandbox is told exact names), or start sessions with "
+                  "`agent-gateway run`", file=sys.stderr)
         print(f"{PROG}: the policy requires Claude Code's OS sandbox (sandbox: "
               "required): sessions need bubblewrap and socat on Linux (apt-get install "
               "bubblewrap socat); Claude Code refuses to start without them",

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from gateway.policy.compiled import BUILTIN_LAYER, Layer, PathRule, Rule, index_layer
+from gateway.policy.credential_stores import CREDENTIAL_STORES, RULE_PREFIX
 from gateway.policy.rulestring import EDIT_TOOLS, READ_TOOLS
 
 CLAUDE_SETTINGS = (
@@ -46,6 +47,10 @@ at every `git status`, Claude Code's own at session start included). git's write
 configuration are checked key by key (`git config core.pager ...`); any other program's write
 there is denied. Not compiled into the sandbox: the kernel cannot tell git's own writes to
 .git/config (`git remote add`, `git push -u`) from another program's."""
+UNSEARCHED = ("builtin:gateway-state", RULE_PREFIX)
+"""Built-in read denies whose files are not searched for other names (hard links): the
+gateway's home and most credential stores sit in the home directory, whose walk would cost
+every decision its budget."""
 HOOK_ONLY = frozenset({"builtin:git-code"})
 """Built-in rules the hook enforces and the sandbox does not hold."""
 NAMED_ONLY = frozenset({"builtin:git-code"})
@@ -75,12 +80,14 @@ class BuiltinRule:
     reason: str
 
 
-def builtin_rules(protected: Protected) -> list[BuiltinRule]:
+def builtin_rules(protected: Protected, lifted: frozenset[str] = frozenset()
+                  ) -> list[BuiltinRule]:
+    """`lifted`: credential-store rule ids the org file lifted."""
     home = _absolute(protected.gateway_home)
     rules = [
-        BuiltinRule("builtin:gateway-state", EDIT_TOOLS, (home, f"{home}/**"),
-                    "agent-gateway's own state (audit log, archives, spans, cache) is not "
-                    "writable by the agent it governs"),
+        BuiltinRule("builtin:gateway-state", (*READ_TOOLS, *EDIT_TOOLS), (home, f"{home}/**"),
+                    "agent-gateway's own state (audit log, archives, spans, cache) is neither "
+                    "readable nor writable by the agent it governs"),
         BuiltinRule("builtin:policy-files", EDIT_TOOLS,
                     tuple(_absolute(p) for p in protected.policy_files),
                     "the policy files in force are not writable by the agent they govern"),
@@ -106,15 +113,19 @@ def builtin_rules(protected: Protected) -> list[BuiltinRule]:
                     "the gateway's code and the commands Claude Code runs as hooks are not "
                     "writable by the agent"),
     ]
+    rules += [BuiltinRule(RULE_PREFIX + name, (*READ_TOOLS, *EDIT_TOOLS), paths,
+                          f"{name} keeps credentials there; the agent may neither read nor "
+                          "write them (the org policy may lift this rule by name)")
+              for name, paths in CREDENTIAL_STORES.items() if RULE_PREFIX + name not in lifted]
     return [rule for rule in rules if rule.patterns]
 
 
-def builtin_layer(protected: Protected) -> Layer:
+def builtin_layer(protected: Protected, lifted: frozenset[str] = frozenset()) -> Layer:
     """Compiled deny rules; imports the path-pattern compiler (pathspec) on first use."""
     from gateway.policy.paths import compile_path_pattern
 
     rules: list[Rule] = []
-    for spec in builtin_rules(protected):
+    for spec in builtin_rules(protected, lifted):
         for pattern in dict.fromkeys(spec.patterns):
             text = f"Edit({pattern})" if spec.tools == EDIT_TOOLS else f"Read/Edit({pattern})"
             rules.append(Rule(spec.id, "deny", False, f"{spec.reason} [{pattern}]",

@@ -30,7 +30,7 @@ from gateway.policy.compiled import (
 from gateway.policy.domains import DomainPattern
 from gateway.policy.paths import PathPattern
 
-FORMAT = "policy-cache-7"
+FORMAT = "policy-cache-8"
 Data = dict[str, Any]
 T = TypeVar("T")
 
@@ -51,6 +51,7 @@ def policy_to_data(policy: Policy) -> Data:
         "self_protection": policy.self_protection,
         "sandbox": policy.sandbox,
         "sandbox_fingerprint": policy.sandbox_fingerprint,
+        "withheld_env": list(policy.withheld_env),
     }
 
 
@@ -121,6 +122,7 @@ def policy_from_data(data: Any) -> Policy:
         self_protection=_bool(root.get("self_protection")),
         sandbox=cast(Any, _choice(root.get("sandbox"), ("required", "off"))),
         sandbox_fingerprint=_str(root.get("sandbox_fingerprint")),
+        withheld_env=_strs(root.get("withheld_env")),
     )
 
 

@@ -143,6 +143,9 @@ class Policy:
     sandbox_fingerprint: str = ""
     """Identifies the sandbox settings compiled from this policy: a session whose settings
     carry it runs under a sandbox that holds this policy's file rules (policy/sandbox.py)."""
+    withheld_env: tuple[str, ...] = ()
+    """Variable names and patterns the policy files withhold from the agent's commands,
+    beyond the built-in secrets (policy/withheld_env.py)."""
 
     @property
     def rule_count(self) -> int:

@@ -109,6 +109,13 @@ def file_hits(layer: Layer, call: ToolCall, bash: Scan, hits: list[Hit],
         run_time = None
         if path.dynamic or bash.cwd_unknown:
             unnamed = [r for r in rules if r.id not in NAMED_ONLY]
+            named_by_tail = _tail_match(unnamed, path)
+            if named_by_tail is not None:  # `$(ls -d ../x*)/.env` is a .env wherever it is
+                if access.possible:
+                    unsure(named_by_tail, access.command, "an unknown program may open it")
+                else:
+                    hits.append(hit(layer, named_by_tail, access.command))
+                continue
             run_time = _run_time_path(unnamed, path, names, bash.cwd_unknown and targets
                                       is not None, call.cwd, access.mode) if unnamed else None
         if run_time is not None:
@@ -169,6 +176,24 @@ def _run_time_path(rules: list[Rule], path: Word, names: tuple[str, ...], cwd_un
         # `cd "$(f)"; cat x`: x may be under any directory, a rule's own among them
         return (_could_match(rules, f"$PWD/{path.text}", cwd),
                 f"it {mode}s a path relative to a directory only known when it runs")
+    return None
+
+
+def _tail_match(rules: list[Rule], path: Word) -> Rule | None:
+    """A floating rule (`**/.env`, `*.pem`, `**/secrets/**`) that the static components at
+    the end of a run-time path match on their own: every directory the expansion may stand
+    for gives a name the rule matches, in the project or outside it, where the sandbox is
+    not told the rule."""
+    tail = _EXPANSION.split(path.text)[-1] if path.dynamic else path.text
+    if not tail.startswith("/") or not tail.strip("/") or any(c in tail for c in "*?["):
+        return None
+    rest = os.path.normpath(tail).lstrip("/")
+    if rest.startswith(".."):
+        return None
+    for rule in rules:
+        pattern = rule.matcher.pattern if isinstance(rule.matcher, PathRule) else None
+        if pattern is not None and pattern.floating and pattern.regex.match(rest):
+            return rule
     return None
 
 

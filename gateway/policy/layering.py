@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeVar
 
 from gateway.compaction import CompactionSettings
 from gateway.policy.compiled import Limits
+from gateway.policy.credential_stores import store_rule_ids
 from gateway.policy.model import PolicyFile
 from gateway.policy.yamlsrc import Source
 
@@ -32,6 +33,13 @@ def check_conflicts(files: Sequence[tuple[Source, PolicyFile]]) -> None:
                                    "a lower file may only tighten", ("sandbox",))
             if spec.sandbox == "required":
                 sandbox_from = sandbox_from or source.path
+        if index and spec.lift:
+            raise source.error("lift may only be set in the org (first) policy file",
+                               ("lift",))
+        unknown = [rule for rule in spec.lift if rule not in store_rule_ids()]
+        if unknown:
+            raise source.error(f"lift: {unknown[0]!r} is not a built-in credential-store rule "
+                               f"(one of: {', '.join(store_rule_ids())})", ("lift",))
         if index and "self_protection" in spec.model_fields_set:
             raise source.error("self_protection may only be set in the org (first) policy "
                                "file", ("self_protection",))
@@ -48,6 +56,11 @@ def check_conflicts(files: Sequence[tuple[Source, PolicyFile]]) -> None:
                                    f"{unparseable_deny_from}", ("unparseable",))
             if spec.unparseable == "deny":
                 unparseable_deny_from = source.path
+
+
+def merge_withheld(files: Sequence[tuple[Source, PolicyFile]]) -> tuple[str, ...]:
+    """Every file's withheld variables (a lower file may add, never remove)."""
+    return tuple(dict.fromkeys(n for _, spec in files for n in spec.environment.withhold))
 
 
 def merge_sandbox(files: Sequence[tuple[Source, PolicyFile]]) -> Literal["required", "off"]:

@@ -16,6 +16,7 @@ from gateway.policy.layering import (
     merge_compaction,
     merge_limits,
     merge_sandbox,
+    merge_withheld,
 )
 from gateway.policy.model import PolicyFile
 from gateway.policy.protected import protected_paths
@@ -37,9 +38,11 @@ def compile_bundle(bundle: Sequence[tuple[str, bytes]], protected: Protected | N
     if guarded:
         if protected is None:
             protected = protected_paths([path for path, _ in bundle])
-        layers = (builtin_layer(protected), *layers)
+        lifted = frozenset(files[0][1].lift) if files else frozenset()
+        layers = (builtin_layer(protected, lifted), *layers)
     sandbox = merge_sandbox(files)
-    fingerprint = sandbox_fingerprint(layers) if sandbox == "required" else ""
+    withheld = merge_withheld(files)
+    fingerprint = sandbox_fingerprint(layers, withheld) if sandbox == "required" else ""
     return Policy(
         layers,
         bundle_hash(bundle),
@@ -48,6 +51,7 @@ def compile_bundle(bundle: Sequence[tuple[str, bytes]], protected: Protected | N
         self_protection=guarded,
         sandbox=sandbox,
         sandbox_fingerprint=fingerprint,
+        withheld_env=withheld,
     )
 
 

@@ -83,6 +83,23 @@ class LimitsSpec(_Strict):
         return tuple(level for level in EFFORT_LEVELS if level in self.effort)
 
 
+class EnvironmentSpec(_Strict):
+    """What the session's commands do not inherit."""
+
+    withhold: tuple[str, ...] = ()
+    """Variable names or shell patterns (`DEPLOY_*`) withheld from every command the agent
+    runs, beyond the built-in list of the organization's and the gateway's secrets."""
+
+    @field_validator("withhold")
+    @classmethod
+    def _names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_*?][A-Za-z0-9_*?]*", name):
+                raise ValueError(f"{name!r} is not a variable name or pattern (letters, "
+                                 "digits, _, * and ?)")
+        return value
+
+
 class PolicyFile(_Strict):
     version: Literal[1]
     name: str = ""
@@ -99,6 +116,10 @@ class PolicyFile(_Strict):
     declared here is an error (it would never match)."""
     self_protection: bool = True
     """The built-in rules that protect the gateway (org file only; false is audited)."""
+    lift: tuple[str, ...] = ()
+    """Built-in credential-store rules lifted by id (`builtin:credential-store:npm`; org
+    file only): where the agents must use that tool's credentials."""
+    environment: EnvironmentSpec = EnvironmentSpec()
     sandbox: Literal["required", "off"] = "off"
     """`required`: file rules and self-protection are also compiled into Claude Code's OS
     sandbox, and the hook leaves to it what only the kernel sees (docs/sandbox.md). The

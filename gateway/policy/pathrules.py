@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from gateway.policy.builtin import UNSEARCHED
 from gateway.policy.compiled import Layer, PathRule, Policy, Rule
 from gateway.policy.paths import PathPattern, PatternUnion, union_of
 
@@ -79,7 +80,8 @@ def path_pattern(rule: Rule) -> PathPattern:
 
 def root_patterns(policy: Policy) -> tuple[PathPattern, ...]:
     """One pattern per distinct search root of the policy's deny and ask path rules (a
-    root depends on the anchor and the literal prefix only), worked out once per policy."""
+    root depends on the anchor and the literal prefix only), worked out once per policy.
+    Some built-in files are not searched for other names (builtin.UNSEARCHED)."""
     known = policy.memo.get(("root patterns",))
     if known is not None:
         return known
@@ -87,7 +89,8 @@ def root_patterns(policy: Policy) -> tuple[PathPattern, ...]:
     for layer in policy.layers:
         for tool in ("Read", "Edit"):
             for rule in layer.by_tool.get(tool, ()):
-                if isinstance(rule.matcher, PathRule) and rule.decision != "allow":
+                if (isinstance(rule.matcher, PathRule) and rule.decision != "allow"
+                        and not rule.id.startswith(UNSEARCHED)):
                     pattern = rule.matcher.pattern
                     distinct.setdefault((pattern.anchor, pattern.floating, pattern.prefix),
                                         pattern)

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from gateway.policy.builtin import HOOK_ONLY
 from gateway.policy.compiled import BUILTIN_LAYER, AnyInput, DomainRule, Layer, PathRule, Rule
@@ -53,6 +54,8 @@ class SandboxConfig:
     """Absolute directories the policy's Edit allow rules name, beyond the session's."""
     denied_domains: tuple[str, ...] = ()
     allowed_domains: tuple[str, ...] = ("*",)
+    withheld_env: tuple[str, ...] = ()
+    """Variables sandboxed commands do not inherit (policy/withheld_env.py)."""
 
     def settings(self) -> dict[str, Any]:
         filesystem: dict[str, list[str]] = {"denyRead": list(self.deny_read),
@@ -62,23 +65,29 @@ class SandboxConfig:
         network: dict[str, list[str]] = {"allowedDomains": list(self.allowed_domains)}
         if self.denied_domains:
             network["deniedDomains"] = list(self.denied_domains)
+        sandbox: dict[str, Any] = {
+            "enabled": True,
+            "failIfUnavailable": True,
+            "allowUnsandboxedCommands": False,
+            # commands that make namespaces of their own could undo its mounts
+            "allowNestedUserNamespaces": False,
+            "filesystem": filesystem,
+            "network": network,
+        }
+        if self.withheld_env:
+            sandbox["credentials"] = {"envVars": [{"name": name, "mode": "deny"}
+                                                  for name in self.withheld_env]}
         return {
-            "sandbox": {
-                "enabled": True,
-                "failIfUnavailable": True,
-                "allowUnsandboxedCommands": False,
-                # commands that make namespaces of their own could undo its mounts
-                "allowNestedUserNamespaces": False,
-                "filesystem": filesystem,
-                "network": network,
-            },
+            "sandbox": sandbox,
             "permissions": {"deny": [*self.read_rules, *self.write_rules]},
         }
 
-def compile_sandbox(layers: Iterable[Layer], home: str) -> SandboxConfig:
+def compile_sandbox(layers: Iterable[Layer], home: str, withheld_env: Iterable[str] = ()
+                    ) -> SandboxConfig:
     """The sandbox that holds these layers' enforced file and domain deny rules. `home`
     is the home directory built-in paths under it are written relative to (`~/...`), so one
-    managed settings file serves every user."""
+    managed settings file serves every user. `withheld_env`: variable names sandboxed
+    commands do not inherit (withheld_env.withheld_names)."""
     layers = tuple(layers)
     reads: list[str] = []
     writes: list[str] = []
@@ -110,15 +119,16 @@ def compile_sandbox(layers: Iterable[Layer], home: str) -> SandboxConfig:
         tuple(_dedupe(reads)), tuple(_dedupe(writes)), tuple(_dedupe(deny_read)),
         tuple(_dedupe(deny_write)),
         tuple(_dedupe(p for p in allow_write if not _overlaps(p, [*deny_read, *deny_write]))),
-        denied, _allowed_domains(layers),
+        denied, _allowed_domains(layers), tuple(withheld_env),
     )
 
 
-def sandbox_fingerprint(layers: Iterable[Layer]) -> str:
-    """What identifies the sandbox compiled from the policy files' rules (the built-in
-    protections are this host's, and written relative to its home: not part of it)."""
+def sandbox_fingerprint(layers: Iterable[Layer], withheld: Iterable[str] = ()) -> str:
+    """What identifies the sandbox compiled from the policy files' rules and withheld
+    variables (the built-in protections are this host's, and written relative to its home:
+    not part of it)."""
     files = [layer for layer in layers if layer.name != BUILTIN_LAYER]
-    data = json.dumps(compile_sandbox(files, "").settings(), sort_keys=True,
+    data = json.dumps(compile_sandbox(files, "", withheld).settings(), sort_keys=True,
                       separators=(",", ":"))
     return hashlib.sha256(data.encode()).hexdigest()[:FINGERPRINT_CHARS]
 
@@ -214,6 +224,41 @@ def _allowed_domains(layers: tuple[Layer, ...]) -> tuple[str, ...]:
                 domain = rule.matcher.pattern
                 allowed.append(("*." if domain.subdomains else "") + (domain.host or "*"))
     return tuple(_dedupe(allowed)) if restricted else ("*",)
+
+
+def with_hook_hosts(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """`settings` whose sandbox, when it restricts the network, lets Claude Code reach its
+    own http hooks: Claude Code sends them through the sandbox's proxy, which refuses a host
+    off the list (403), and `onFailure: block` then refuses every tool call. Each hook's
+    `host:port` is listed; the proxy still refuses sandboxed commands a loopback address
+    (measured with Claude Code 2.1.337: `curl 127.0.0.1:PORT` from Bash gets no connection)."""
+    sandbox = settings.get("sandbox")
+    network = sandbox.get("network") if isinstance(sandbox, dict) else None
+    allowed = network.get("allowedDomains") if isinstance(network, dict) else None
+    if not isinstance(allowed, list) or "*" in allowed:
+        return dict(settings)
+    hosts = [h for h in _hook_hosts(settings.get("hooks")) if h not in allowed]
+    if not hosts:
+        return dict(settings)
+    assert isinstance(sandbox, dict) and isinstance(network, dict)
+    return {**settings, "sandbox": {**sandbox, "network": {
+        **network, "allowedDomains": [*allowed, *_dedupe(hosts)]}}}
+
+
+def _hook_hosts(hooks: object) -> Iterable[str]:
+    if not isinstance(hooks, dict):
+        return
+    for matchers in hooks.values():
+        for matcher in matchers if isinstance(matchers, list) else ():
+            handlers = matcher.get("hooks") if isinstance(matcher, dict) else None
+            for handler in handlers if isinstance(handlers, list) else ():
+                url = handler.get("url") if isinstance(handler, dict) else None
+                if isinstance(url, str):
+                    parts = urlsplit(url)
+                    if parts.hostname:
+                        port = parts.port or (443 if parts.scheme == "https" else 80)
+                        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+                        yield f"{host}:{port}"
 
 
 def _dedupe(items: Iterable[str]) -> list[str]:

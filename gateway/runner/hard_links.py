@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gateway.env import environment
+from gateway.policy.builtin import UNSEARCHED
 from gateway.policy.compiled import PathRule, Policy
 from gateway.policy.paths import PathPattern, PatternUnion, deciding, union_of
 
@@ -43,8 +44,9 @@ def read_denied_patterns(policy: Policy) -> list[PathPattern]:
         if layer.mode != "enforce":
             continue
         for rule in layer.by_tool.get("Read", ()):
-            if rule.decision == "deny" and not rule.monitor and isinstance(rule.matcher,
-                                                                           PathRule):
+            if (rule.decision == "deny" and not rule.monitor
+                    and isinstance(rule.matcher, PathRule)
+                    and not rule.id.startswith(UNSEARCHED)):  # see root_patterns
                 patterns.append(rule.matcher.pattern)
     return patterns
 

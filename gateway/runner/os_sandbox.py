@@ -22,6 +22,7 @@ from typing import Any
 
 from gateway.policy.compiled import Policy
 from gateway.policy.sandbox import compile_sandbox
+from gateway.policy.withheld_env import withheld_names
 from gateway.runner.hard_links import linked_names
 
 PROBE_TIMEOUT_S = 5.0
@@ -55,7 +56,7 @@ def run_sandbox(policy: Policy | None, env: Mapping[str, str], cwd: str = "") ->
     # under `~` only when both are the same directory.
     own_home = os.path.expanduser("~")
     home = own_home if env.get("HOME", own_home) == own_home else ""
-    config = compile_sandbox(policy.layers, home)
+    config = compile_sandbox(policy.layers, home, withheld_names(policy.withheld_env, env))
     links = linked_names(policy, os.path.abspath(cwd or os.getcwd()))
     if links.incomplete:
         return RunSandbox(config.settings(), unrelaxed=links.incomplete)

@@ -18,7 +18,7 @@ other, the session's own Anthropic credential, upstream.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
 
 from gateway.env import TOKEN_ENV
 
@@ -184,6 +184,8 @@ def with_sandbox(settings: ClaudeSettings, config: SandboxConfig, fingerprint: s
     the sandbox block, its file rules among the denies, and the PreToolUse hook told the
     sandbox's fingerprint (in its URL or its arguments, which the agent cannot change), so
     the gateway leaves to the sandbox what only the kernel sees."""
+    from gateway.policy.sandbox import with_hook_hosts
+
     fragment = config.settings()
     settings["sandbox"] = fragment["sandbox"]
     denies = [*settings["permissions"]["deny"], *fragment["permissions"]["deny"]]
@@ -194,4 +196,5 @@ def with_sandbox(settings: ClaudeSettings, config: SandboxConfig, fingerprint: s
                 handler["url"] += f"?sandbox={fingerprint}"
             if "command" in handler:
                 handler["command"] += f" --sandbox {fingerprint}"
+    settings["sandbox"] = with_hook_hosts(cast(dict[str, Any], settings))["sandbox"]
     return settings

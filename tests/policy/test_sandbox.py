@@ -115,13 +115,20 @@ def test_file_and_domain_denies_compile_into_claude_codes_settings(
     assert sandbox["network"] == {"allowedDomains": ["*"],
                                   "deniedDomains": ["pastebin.com", "*.evil.example"]}
     # built-in protections, written under ~ when they are in the home directory
-    assert sandbox["filesystem"]["denyRead"] == ["~/gw-home/cache/cache.key"]
+    # the gateway's state and keys, and every built-in credential store, in both lists
+    deny_read = sandbox["filesystem"]["denyRead"]
+    assert deny_read[:2] == ["~/gw-home", "~/gw-home/cache/cache.key"]
+    for store in ("~/.netrc", "~/.git-credentials", "~/.config/gh/hosts.yml",
+                  "~/.docker/config.json", "~/.kube/config", "~/.npmrc", "~/.pypirc",
+                  "~/.aws/credentials", "~/.config/gcloud/credentials.db",
+                  "~/.azure/msal_token_cache.json", "~/.ssh/id_*"):
+        assert store in deny_read and store in sandbox["filesystem"]["denyWrite"], store
     assert "~/gw-home" in sandbox["filesystem"]["denyWrite"]
     assert "~/site-packages" in sandbox["filesystem"]["denyWrite"]
     assert "Edit(./.claude/settings.json)" in denies
     # git writes its own configuration (`git remote add`, `git push -u`): the hook holds it
     everything = [*denies, *sandbox["filesystem"]["denyWrite"]]
-    assert not any(".git" in rule and "github" not in rule for rule in everything), everything
+    assert not any(".git/" in rule and "github" not in rule for rule in everything), everything
 
 
 def test_webfetch_restricted_to_a_list_restricts_the_network(tmp_path: Path) -> None:

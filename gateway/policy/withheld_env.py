@@ -1,0 +1,51 @@
+"""Which environment variables the agent's commands never see. Pure.
+
+Claude Code passes its environment to every command it runs, and its own holds the
+organization's credential for the model and the gateway's tokens. Under `sandbox: required`
+the sandbox is told to unset these names for sandboxed commands
+(`sandbox.credentials.envVars`, mode `deny`), and Claude Code scrubs credentials from what
+it spawns (`CLAUDE_CODE_SUBPROCESS_ENV_SCRUB`: hooks and MCP servers too). A policy names
+more (`environment: {withhold: [DEPLOY_*]}`); a pattern is matched against the variables of
+the environment Claude Code starts with, where the gateway knows it (`run`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from fnmatch import fnmatchcase
+
+from gateway.env import (
+    AUDIT_KEY_FILE_ENV,
+    METRICS_TOKEN_ENV,
+    REDIS_URL_ENV,
+    RUN_HOOK_TOKEN_ENV,
+    TOKEN_ENV,
+    TOKENS_FILE_ENV,
+)
+
+BUILTIN_WITHHELD = (
+    # the organization's credentials for the model
+    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK", "ANTHROPIC_FOUNDRY_API_KEY",
+    # Claude Code's own channel to itself
+    "CLAUDE_CODE_MESSAGING_TOKEN",
+    # the gateway's
+    TOKEN_ENV, TOKENS_FILE_ENV, AUDIT_KEY_FILE_ENV, METRICS_TOKEN_ENV, REDIS_URL_ENV,
+    RUN_HOOK_TOKEN_ENV,
+)
+SCRUB_ENV = "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"
+
+
+def is_pattern(name: str) -> bool:
+    return any(c in name for c in "*?")
+
+
+def withheld_names(patterns: Iterable[str], environ: Mapping[str, str] | None = None
+                   ) -> tuple[str, ...]:
+    """The built-in names, the policy's exact names, and the variables of `environ` its
+    patterns match (none without an environment)."""
+    patterns = tuple(patterns)
+    exact = [p for p in patterns if not is_pattern(p)]
+    matched = [name for name in sorted(environ or {})
+               if any(fnmatchcase(name, p) for p in patterns if is_pattern(p))]
+    return tuple(dict.fromkeys((*BUILTIN_WITHHELD, *exact, *matched)))
