@@ -18,7 +18,7 @@ ASK_TIMEOUT_S = 2.0
 def run(args: argparse.Namespace) -> int:
     from gateway.env import TOKEN_ENV
     from gateway.policy.floor import Floor, mirrored_floor
-    from gateway.policy.withheld_env import SCRUB_ENV, is_pattern, withheld_names
+    from gateway.policy.withheld_env import is_pattern, withheld_names
     from gateway.server.claude_settings import (
         command_hook_settings,
         gateway_settings,
@@ -53,10 +53,8 @@ def run(args: argparse.Namespace) -> int:
         config = compile_sandbox(policy.layers, os.path.expanduser("~"),
                                  withheld_names(policy.withheld_env))
         settings = with_sandbox(settings, config, policy.sandbox_fingerprint)
-        if not args.command_hook:
-            # Hooks and MCP servers get the scrubbed environment too. Not for command hooks:
-            # the gateway's own would lose the token they relay with.
-            settings.setdefault("env", {})[SCRUB_ENV] = "1"
+        # No CLAUDE_CODE_SUBPROCESS_ENV_SCRUB here: Claude Code would then put no token in
+        # the gateway's hook headers, nor leave one for its command hooks (measured, 2.1.337).
         patterns = [p for p in policy.withheld_env if is_pattern(p)]
         if patterns:
             print(f"{PROG}: environment.withhold {', '.join(patterns)}: a pattern names "

@@ -8,6 +8,7 @@ import json
 import re
 
 from gateway.policy.compiled import AnyInput, DomainRule, FieldRegex, Layer, PathRule, Rule
+from gateway.policy.credential_stores import RULE_PREFIX as STORE_RULE_PREFIX
 from gateway.policy.domains import url_hosts
 from gateway.policy.pathrules import tool_paths
 from gateway.policy.paths import Targets, has_other_links, path_targets
@@ -67,7 +68,7 @@ def path_rules_left(layer: Layer, call: ToolCall, facts: CallFacts) -> tuple[Rul
     path rules, that their union says cannot match the file (in the rules' order); None
     when the rules are few (each is matched on its own) or the file is hard-linked (each
     rule searches its own roots for the other names)."""
-    if facts.raw_path is None:
+    if facts.raw_path is None or call.tool_name in SEARCH_TOOLS:
         return None
     paths = tool_paths(layer, call.tool_name)
     if paths is None or facts.linked():
@@ -76,6 +77,13 @@ def path_rules_left(layer: Layer, call: ToolCall, facts: CallFacts) -> tuple[Rul
     skip_deny = paths.deny is not None and not paths.deny.matches(names, call.cwd)
     skip_allow = paths.allow is not None and not paths.allow.matches(names, call.cwd)
     return paths.left[(skip_deny, skip_allow)]
+
+
+SEARCH_TOOLS = ("Grep", "Glob", "LS")
+
+
+def _searches(trees: tuple[str, ...], root: str) -> bool:
+    return any(root == tree or root.startswith(tree.rstrip("/") + "/") for tree in trees)
 
 
 CANNOT_TELL = "\0cannot tell"
@@ -97,6 +105,11 @@ def match_call(rule: Rule, call: ToolCall, bash: Scan | None, facts: CallFacts) 
         targets = facts.targets((call.cwd or "/", matcher.pattern.search_root(call.cwd))
                                 if linked else ())
         if matcher.pattern.matches(targets.names, call.cwd, anywhere=anywhere):
+            return targets.names[0]
+        if (anywhere and call.tool_name in SEARCH_TOOLS and rule.id.startswith(STORE_RULE_PREFIX)
+                and _searches(targets.names, matcher.pattern.search_root(call.cwd))):
+            # Claude Code's own searches skip a directory its denies name (~/.ssh/**), not a
+            # file such as ~/.netrc: a search over a tree holding one is refused
             return targets.names[0]
         return None if targets.complete else CANNOT_TELL
     if isinstance(matcher, DomainRule):

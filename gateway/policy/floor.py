@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from gateway.policy.compiled import PathRule, Policy
+from gateway.policy.credential_stores import RULE_PREFIX as STORE_RULE_PREFIX
 
 
 class Floor(NamedTuple):
@@ -37,10 +38,14 @@ def mirrored_floor(policy: Policy, *, local_secrets: bool = False) -> Floor:
         if layer.mode != "enforce":
             continue
         for rule in layer.rules:
-            if (local_secrets and rule.id == "builtin:secrets"
+            if (local_secrets and rule.id in ("builtin:secrets", "builtin:gateway-state")
                     and isinstance(rule.matcher, PathRule)):
-                # the gateway's keys: Claude Code's searches leave them out too
+                # the gateway's keys and state: Claude Code's searches leave them out too
                 denies.append(f"Read({rule.matcher.pattern.source})")
+            elif rule.id.startswith(STORE_RULE_PREFIX) and isinstance(rule.matcher, PathRule):
+                # under ~ wherever the session runs: `grep -r ~` and Grep skip them
+                source = rule.matcher.pattern.source
+                denies += [f"Read({source})", f"Edit({source})"]
             elif rule.decision == "deny" and not rule.monitor and ":permissions.deny[" in rule.id:
                 mirror = read_rule(rule.text).mirror
                 if mirror is None:
