@@ -108,10 +108,32 @@ INPUT_CAP = 16384
 """Bytes kept of the whole input (as JSON); beyond it the record keeps a cut JSON text."""
 
 
+def _after(*prefixes: str) -> str:
+    """A lookbehind for each prefix (each of fixed width, as Python's `re` needs)."""
+    return "(?:" + "|".join(f"(?<={re.escape(p)})" for p in prefixes) + ")"
+
+
+_VALUE = r"""[^\s'"\\;&|`)]{4,}"""
+AUDIT_RULES: tuple[Pattern, ...] = (
+    # `export TOKEN=...`, `DB_PASSWORD=... ./run`, `--token=...`: the value, not the name
+    Pattern("builtin.secret-assignment", _after(
+        "TOKEN=", "SECRET=", "PASSWORD=", "PASSWD=", "API_KEY=", "APIKEY=", "ACCESS_KEY=",
+        "PRIVATE_KEY=", "CREDENTIALS=", "token=", "secret=", "password=", "passwd=",
+        "api_key=", "apikey=", "--token ", "--password ", "--api-key ") + _VALUE),
+    # `curl -H "Authorization: Basic ..."`, any scheme
+    Pattern("builtin.authorization-header", _after(
+        "Authorization: ", "authorization: ", "AUTHORIZATION: ") + r"""[^'"\\\n]{8,}"""),
+    # https://user:password@host
+    Pattern("builtin.url-credentials",
+            r"""(?<=://)[^/\s:@'"\\]+:[^/\s@'"\\]{3,}(?=@)"""),
+)
+"""Audit records only (a tool input is short; these would slow a 100 MB archive down)."""
+
+
 @functools.lru_cache(maxsize=64)
 def audit_redactor(patterns: tuple[Pattern, ...] = ()) -> Redactor:
     """Built-in rules always (audit records travel to log pipelines), then the policy's."""
-    return Redactor((*BUILTIN_RULES, *patterns))
+    return Redactor((*BUILTIN_RULES, *AUDIT_RULES, *patterns))
 
 
 def policy_redactor(compaction: Mapping[str, Any] | None) -> Redactor:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 
+import pytest
+
 from gateway.archive.redact import Pattern
 from gateway.audit.record import INPUT_CAP, STRING_CAP, audit_redactor, decision_record
 from gateway.hashchain import canonical_json
@@ -39,7 +41,8 @@ def test_builtin_secrets_are_redacted_and_the_hash_is_of_the_original() -> None:
     shown = json.dumps(record["input"])
     assert key not in shown and "t" * 30 not in shown
     assert "[REDACTED:builtin.anthropic-key]" in shown
-    assert record["input_redactions"] == ["builtin.anthropic-key", "builtin.bearer-token"]
+    assert record["input_redactions"] == ["builtin.anthropic-key", "builtin.authorization-header",
+                                          "builtin.bearer-token"]
     assert record["input_sha256"] == hashlib.sha256(
         canonical_json({"command": command})).hexdigest()
 
@@ -85,3 +88,27 @@ def test_a_secret_cut_in_half_by_the_cap_is_still_redacted() -> None:
     command = "x" * (STRING_CAP - 10) + key
     record = _record("Bash", {"command": command})
     assert "AKIA" not in json.dumps(record["input"])
+
+
+@pytest.mark.parametrize(("command", "kept", "secret"), [
+    ("export TOKEN=abcd1234efgh && deploy", "export TOKEN=", "abcd1234efgh"),
+    ("DB_PASSWORD=hunter22 ./run", "DB_PASSWORD=", "hunter22"),
+    ("curl -H 'Authorization: Basic dXNlcjpwYXNz' https://x", "Authorization: ", "dXNlcjpwYXNz"),
+    ("git clone https://bob:s3cretpw@host/r.git", "@host/r.git", "s3cretpw"),
+    ("mytool --token abcdef123 run", "--token ", "abcdef123"),
+])
+def test_secret_looking_command_inputs_are_redacted_in_the_record(
+        command: str, kept: str, secret: str) -> None:
+    from gateway.archive.redact import redact_json
+
+    shown, hits = redact_json({"command": command}, audit_redactor())
+    assert secret not in shown["command"] and kept in shown["command"], shown
+    assert hits and all(h.startswith("builtin.") for h in hits)
+
+
+def test_ordinary_commands_are_kept_verbatim() -> None:
+    from gateway.archive.redact import redact_json
+
+    for command in ("echo hello", "grep TOKEN= config.py", "cat notes.txt", "ls -la"):
+        assert redact_json({"command": command}, audit_redactor()) == (
+            {"command": command}, frozenset())
