@@ -53,8 +53,6 @@ def run(args: argparse.Namespace) -> int:
         config = compile_sandbox(policy.layers, os.path.expanduser("~"),
                                  withheld_names(policy.withheld_env))
         settings = with_sandbox(settings, config, policy.sandbox_fingerprint)
-        # No CLAUDE_CODE_SUBPROCESS_ENV_SCRUB here: Claude Code would then put no token in
-        # the gateway's hook headers, nor leave one for its command hooks (measured, 2.1.337).
         patterns = [p for p in policy.withheld_env if is_pattern(p)]
         if patterns:
             print(f"{PROG}: environment.withhold {', '.join(patterns)}: a pattern names "

@@ -3,10 +3,12 @@
 Claude Code passes its environment to every command it runs, and its own holds the
 organization's credential for the model and the gateway's tokens. Under `sandbox: required`
 the sandbox is told to unset these names for sandboxed commands
-(`sandbox.credentials.envVars`, mode `deny`), and Claude Code scrubs credentials from what
-it spawns (`CLAUDE_CODE_SUBPROCESS_ENV_SCRUB`: hooks and MCP servers too). A policy names
-more (`environment: {withhold: [DEPLOY_*]}`); a pattern is matched against the variables of
-the environment Claude Code starts with, where the gateway knows it (`run`).
+(`sandbox.credentials.envVars`, mode `deny`). A policy names more (`environment: {withhold:
+[DEPLOY_*]}`); a pattern is matched against the variables of the environment Claude Code
+starts with, where the gateway knows it (`run`). Claude Code's own scrubbing
+(`CLAUDE_CODE_SUBPROCESS_ENV_SCRUB=1`) is not used: measured with 2.1.337 it lifts the
+sandbox's confinement of writes (`echo x > /outside` then succeeds), and it withholds the
+gateway's token from its own hooks.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ BUILTIN_WITHHELD = (
     TOKEN_ENV, TOKENS_FILE_ENV, AUDIT_KEY_FILE_ENV, METRICS_TOKEN_ENV, REDIS_URL_ENV,
     RUN_HOOK_TOKEN_ENV,
 )
-SCRUB_ENV = "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"
 
 
 def is_pattern(name: str) -> bool:

@@ -67,21 +67,16 @@ class HookEndpoint:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def settings(self, *, inline_token: bool = False) -> dict[str, Any]:
-        """Claude Code settings (for --settings) that send PreToolUse and PreCompact here.
-        `inline_token`: the header carries the token itself, for a Claude Code that scrubs
-        its subprocesses' environment (it then interpolates no credential into a header);
-        only a sandboxed session scrubs, and its commands cannot read Claude Code's command
-        line (their /proc is their own)."""
+    def settings(self) -> dict[str, Any]:
+        """Claude Code settings (for --settings) that send PreToolUse and PreCompact here."""
         hooks: dict[str, list[dict[str, Any]]] = {}
-        token = self.token if inline_token else f"${TOKEN_ENV}"
         for event, timeout in TIMEOUT_S.items():
             handler = {
                 "type": "http",
                 "url": f"{self.url}/hooks/{event}",
                 "timeout": timeout,
-                "headers": {"Authorization": f"Bearer {token}"},
-                "allowedEnvVars": [] if inline_token else [TOKEN_ENV],
+                "headers": {"Authorization": f"Bearer ${TOKEN_ENV}"},
+                "allowedEnvVars": [TOKEN_ENV],
                 "onFailure": "block",
             }
             matcher: dict[str, Any] = {"hooks": [handler]}

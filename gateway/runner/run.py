@@ -80,7 +80,6 @@ async def _execute(
     import asyncio
 
     from gateway.policy.sandbox import with_hook_hosts
-    from gateway.policy.withheld_env import SCRUB_ENV
     from gateway.runner.claude_cli import claude_binary, merged_settings, run_claude
     from gateway.runner.hook_endpoint import HookEndpoint
     from gateway.runner.wiring import prepare_gateway
@@ -107,11 +106,8 @@ async def _execute(
 
     try:
         with HookEndpoint(answers, asyncio.get_running_loop()) as endpoint:
-            scrubbed = SCRUB_ENV in options.env
-            settings = with_hook_hosts(merged_settings(
-                options, endpoint.settings(inline_token=scrubbed)))
-            status = await run_claude(request.prompt, options, settings,
-                                      {} if scrubbed else endpoint.env(), tap,
+            settings = with_hook_hosts(merged_settings(options, endpoint.settings()))
+            status = await run_claude(request.prompt, options, settings, endpoint.env(), tap,
                                       on_start=endpoint.admit)
     finally:
         attachments.close()

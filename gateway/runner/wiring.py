@@ -92,7 +92,6 @@ def with_os_sandbox(options: AnyOptions, answers: HookAnswers, err: TextIO) -> A
     import os
 
     from gateway.policy.floor import mirrored_floor
-    from gateway.policy.withheld_env import SCRUB_ENV
     from gateway.runner.claude_cli import load_settings, merge_settings
     from gateway.runner.os_sandbox import run_sandbox
 
@@ -116,9 +115,7 @@ def with_os_sandbox(options: AnyOptions, answers: HookAnswers, err: TextIO) -> A
     if not ours:
         return options
     merged = merge_settings(load_settings(options.settings, cwd), ours)
-    scrub = {SCRUB_ENV: "1"} if sandbox.settings else {}  # hooks and MCP servers too
-    return dataclasses.replace(options, settings=json.dumps(merged),
-                               env={**options.env, **scrub})
+    return dataclasses.replace(options, settings=json.dumps(merged))
 
 
 def apply_limits(options: AnyOptions, limits: Limits, err: TextIO) -> AnyOptions:

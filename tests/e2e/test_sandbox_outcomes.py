@@ -44,12 +44,14 @@ TOKEN = "e2e-sandbox-token"
 
 TEAM = "version: 1\nname: team\npermissions:\n  deny: ['Bash(shred:*)']\n"
 
-Stopper = Literal["hook", "sandbox", "kernel", "claude", "any"]
+Stopper = Literal["hook", "sandbox", "kernel", "claude", "any", "masked"]
 """Who is expected to stop an attempt. `hook`: a deny the audit log says the hook enforced.
 `sandbox`: a rule the hook left to the sandbox (`enforced_by: sandbox`), and the kernel
 refused. `kernel`: the kernel refused, whether or not the hook saw a rule to leave to it (the
 sandbox's own confinement of writes outside the project). `claude`: Claude Code's own
-permission check. `any`: whichever (the hook's analysis of these spellings is being
+permission check. `masked`: the command runs, against the sandbox's empty mask over a
+directory it may not read, and the real file stays as it was (asserted for every guarded
+file). `any`: whichever (the hook's analysis of these spellings is being
 sharpened; either layer is a correct outcome)."""
 
 KERNEL_REFUSALS = ("Permission denied", "Read-only file system", "No such file",
@@ -159,7 +161,8 @@ def read_attempts(p: Project) -> list[Attempt]:
         # a quoted printf substitution's text is its output: the hook proves it
         a("cat \"$(printf '%s' .env)\"", "hook"),
         a("cat \"$(printf '%s' .env | tr -d x)\"", "sandbox"),
-        a("cat $(echo sub)/.env", "sandbox"),
+        # the static tail names a .env wherever the computed directory is: the hook proves it
+        a("cat $(echo sub)/.env", "hook"),
         a("cat $(echo a/b/c/d/e/f/g/.e)nv", "sandbox"),
         a("cat $(echo node_modules/pkg/.e)nv", "sandbox"),
         a("awk 1 $(echo .e)nv", "sandbox"),
@@ -227,7 +230,8 @@ def write_attempts(p: Project) -> list[Attempt]:
           "echo pwned > \"$d/workflows/ci.yml\"", "any"),
         a(f"f=$(echo {p.policy}); echo pwned >> \"$f\"", "any"),
         a(f"echo forged >> {gw}/audit.jsonl", "hook"),
-        a(f"g=$(echo {gw}); echo forged >> \"$g/audit.jsonl\"", "any"),
+        # the gateway's home is masked (unreadable): the write lands in the mask, not the log
+        a(f"g=$(echo {gw}); echo forged >> \"$g/audit.jsonl\"", "masked"),
         a(f"python3 -c \"open('{home}/.claude/settings.json','w').write('{{}}')\"", "hook"),
         a("c=$(echo ~/.claude); echo '{}' > \"$c/settings.local.json\"", "any"),
         a("echo pwned >> ~/.bashrc", "any"),
@@ -306,6 +310,8 @@ def stopped_by(block: dict[str, Any], record: dict[str, Any]) -> str:
 def _matches(expected: Stopper, seen: str) -> bool:
     if expected == "any":
         return seen != "nobody"
+    if expected == "masked":
+        return True  # whoever: assert_nothing_guarded_changed holds the outcome
     if expected == "hook":
         return seen == "hook:hook"
     if expected == "kernel":
