@@ -29,6 +29,7 @@ def policy_check(paths: Sequence[str], *, out: TextIO | None = None,
                  err: TextIO | None = None) -> int:
     """Validate the files as layered: an error (file:line) for a tool name that matches
     nothing, a note (file:line) for every rule Claude Code reads with another meaning."""
+    from gateway.policy.boundary_notes import boundary_notes
     from gateway.policy.cache import read_files
     from gateway.policy.loader import compile_bundle, validate
     from gateway.policy.parity import differences
@@ -54,6 +55,8 @@ def policy_check(paths: Sequence[str], *, out: TextIO | None = None,
         return 1
     notes = differences(files)
     for note in notes:
+        print(note, file=err)
+    for note in boundary_notes(files, policy.sandbox == "required"):
         print(note, file=err)
     noted = (f", {len(notes)} rule(s) Claude Code reads differently (only the gateway holds "
              "them as written)" if notes else "")
