@@ -56,8 +56,8 @@ def policy_check(paths: Sequence[str], *, out: TextIO | None = None,
     notes = differences(files)
     for note in notes:
         print(note, file=err)
-    for note in boundary_notes(files, policy.sandbox == "required"):
-        print(note, file=err)
+    for where_held in boundary_notes(files, policy.sandbox == "required"):
+        print(where_held, file=err)
     noted = (f", {len(notes)} rule(s) Claude Code reads differently (only the gateway holds "
              "them as written)" if notes else "")
     print(f"ok: {policy.rule_count} rules in {len(policy.file_layers)} file(s), "
