@@ -113,7 +113,7 @@ def _after(*prefixes: str) -> str:
     return "(?:" + "|".join(f"(?<={re.escape(p)})" for p in prefixes) + ")"
 
 
-_VALUE = r"""[^\s'"\\;&|`)]{4,}"""
+_VALUE = r"""(?!\[REDACTED)[^\s'"\\;&|`)]{4,}"""  # not what an earlier rule left
 AUDIT_RULES: tuple[Pattern, ...] = (
     # `export TOKEN=...`, `DB_PASSWORD=... ./run`, `--token=...`: the value, not the name
     Pattern("builtin.secret-assignment", _after(
@@ -122,7 +122,8 @@ AUDIT_RULES: tuple[Pattern, ...] = (
         "api_key=", "apikey=", "--token ", "--password ", "--api-key ") + _VALUE),
     # `curl -H "Authorization: Basic ..."`, any scheme
     Pattern("builtin.authorization-header", _after(
-        "Authorization: ", "authorization: ", "AUTHORIZATION: ") + r"""[^'"\\\n]{8,}"""),
+        "Authorization: ", "authorization: ", "AUTHORIZATION: ")
+        + r"""(?!\[REDACTED)[^'"\\\n]{8,}"""),
     # https://user:password@host
     Pattern("builtin.url-credentials",
             r"""(?<=://)[^/\s:@'"\\]+:[^/\s@'"\\]{3,}(?=@)"""),

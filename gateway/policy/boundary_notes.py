@@ -15,8 +15,16 @@ from gateway.policy.model import PolicyFile
 from gateway.policy.parity import rule_strings
 from gateway.policy.yamlsrc import Source
 
+COMMAND_RULES_NOTE = (
+    "{n} Bash command rule(s) are guards against mistakes, not a boundary: code written into "
+    "a Makefile, a test or an npm script and run by an allowed runner (make, pytest, npm "
+    "test) in a later call runs unseen; what must hold against a hostile agent is a file, "
+    "network or environment rule (docs/sandbox.md)")
 
-def boundary_notes(files: Sequence[tuple[Source, PolicyFile]], sandboxed: bool) -> list[str]:
+
+def boundary_notes(files: Sequence[tuple[Source, PolicyFile]], sandboxed: bool
+                   ) -> tuple[list[str], int]:
+    """Notes (file:line) for floating Read denies, and the number of Bash command rules."""
     notes: list[str] = []
     commands = 0
     for source, spec in files:
@@ -35,11 +43,4 @@ def boundary_notes(files: Sequence[tuple[Source, PolicyFile]], sandboxed: bool) 
                     "sandbox under the session's directory only; elsewhere the hook holds "
                     "the paths it can read (a path computed to its last component is held "
                     "by neither): anchor rules for secrets outside projects (~/..., //...)")
-    if commands:
-        notes.append(
-            f"note: {commands} Bash command rule(s) are guards against mistakes, not a "
-            "boundary: code written into a Makefile, a test or an npm script and run by an "
-            "allowed runner (make, pytest, npm test) in a later call runs unseen; what must "
-            "hold against a hostile agent is a file, network or environment rule "
-            "(docs/sandbox.md)")
-    return notes
+    return notes, commands

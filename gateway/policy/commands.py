@@ -29,7 +29,7 @@ def policy_check(paths: Sequence[str], *, out: TextIO | None = None,
                  err: TextIO | None = None) -> int:
     """Validate the files as layered: an error (file:line) for a tool name that matches
     nothing, a note (file:line) for every rule Claude Code reads with another meaning."""
-    from gateway.policy.boundary_notes import boundary_notes
+    from gateway.policy.boundary_notes import COMMAND_RULES_NOTE, boundary_notes
     from gateway.policy.cache import read_files
     from gateway.policy.loader import compile_bundle, validate
     from gateway.policy.parity import differences
@@ -56,10 +56,12 @@ def policy_check(paths: Sequence[str], *, out: TextIO | None = None,
     notes = differences(files)
     for note in notes:
         print(note, file=err)
-    for where_held in boundary_notes(files, policy.sandbox == "required"):
-        print(where_held, file=err)
+    where_held, commands = boundary_notes(files, policy.sandbox == "required")
+    for line in where_held:
+        print(line, file=err)
     noted = (f", {len(notes)} rule(s) Claude Code reads differently (only the gateway holds "
              "them as written)" if notes else "")
+    noted += f"; {COMMAND_RULES_NOTE.format(n=commands)}" if commands else ""
     print(f"ok: {policy.rule_count} rules in {len(policy.file_layers)} file(s), "
           f"bundle sha256:{policy.bundle_hash}{noted}", file=out)
     return 0

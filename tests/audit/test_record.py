@@ -41,8 +41,7 @@ def test_builtin_secrets_are_redacted_and_the_hash_is_of_the_original() -> None:
     shown = json.dumps(record["input"])
     assert key not in shown and "t" * 30 not in shown
     assert "[REDACTED:builtin.anthropic-key]" in shown
-    assert record["input_redactions"] == ["builtin.anthropic-key", "builtin.authorization-header",
-                                          "builtin.bearer-token"]
+    assert record["input_redactions"] == ["builtin.anthropic-key", "builtin.bearer-token"]
     assert record["input_sha256"] == hashlib.sha256(
         canonical_json({"command": command})).hexdigest()
 

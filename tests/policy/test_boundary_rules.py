@@ -27,9 +27,9 @@ def test_check_says_where_a_floating_read_deny_holds_and_what_command_rules_are(
         tmp_path: Path) -> None:
     org = _write(tmp_path, "version: 1\nsandbox: required\npermissions:\n  deny:\n"
                  "    - Read(**/.env)\n    - Read(~/.aws/**)\n    - Bash(rm -rf:*)\n")
-    err = io.StringIO()
-    assert policy_check([str(org)], out=io.StringIO(), err=err) == 0
-    lines = err.getvalue().splitlines()
+    out, err = io.StringIO(), io.StringIO()
+    assert policy_check([str(org)], out=out, err=err) == 0
+    lines = err.getvalue().splitlines() + out.getvalue().splitlines()
     assert any(f"{org}:5: note: Read(**/.env) is held by the OS sandbox under the session's "
                "directory only" in line for line in lines), lines
     assert not any("~/.aws" in line for line in lines)

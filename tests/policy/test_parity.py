@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from gateway.policy.commands import policy_check
+from gateway.policy.credential_stores import CREDENTIAL_STORES
 from gateway.policy.loader import parse_file
 from gateway.policy.parity import read_rule, rule_strings
 
@@ -72,7 +73,11 @@ def test_settings_mirror_same_meaning_rules_and_name_the_rest(tmp_path: Path) ->
          "--token", "--policy", "org.yaml"],
         capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["permissions"]["deny"] == [
+    stores = {f"{tool}({path})" for paths in CREDENTIAL_STORES.values() for path in paths
+              for tool in ("Read", "Edit")}  # the built-in credential stores come first
+    denies = json.loads(proc.stdout)["permissions"]["deny"]
+    assert set(denies[:len(stores)]) == stores
+    assert denies[len(stores):] == [
         "Bash(rm -rf:*)", "Bash(dd of=/dev/*)"]
     held = [line for line in proc.stderr.splitlines() if "only the gateway holds" in line]
     assert held == [
