@@ -12,7 +12,7 @@ whole for the archive. Wire shapes the gateway knows are TypedDicts beside their
 JSONObject: TypeAlias = "dict[str, JSON]"
 
 DecisionKind = Literal["allow", "deny", "ask", "abstain"]
-EnforcedBy = Literal["hook", "sandbox"]
+EnforcedBy = Literal["hook", "sandbox", "claude-code"]
 """Which layer enforces a decision: the hook's answer, or Claude Code's OS sandbox for what
 the hook left to it (a path computed at run time, what an unknown program opens)."""
 """`abstain` means no rule applied: Claude Code's own permission flow decides."""
@@ -39,6 +39,9 @@ class ToolCall:
     evaluator reads no environment of its own."""
 
 
+FLOOR_RULE = "claude-code:permissions.deny"
+"""The rule id of a refusal by Claude Code's own permission rules (the floor the gateway
+mirrors into its settings), which no hook saw."""
 FAIL_CLOSED_RULE = "gateway.fail-closed"
 """The rule id of every deny the gateway gives because it could not decide."""
 

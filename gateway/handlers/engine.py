@@ -24,6 +24,7 @@ from gateway.handlers.decision import (
 )
 from gateway.hookio.parse import RawInput
 from gateway.policy.reload import PolicyFiles, PolicyHolder
+from gateway.types import FLOOR_RULE, Decision, ToolCall
 
 if TYPE_CHECKING:
     from gateway.audit.record import AuditRecord
@@ -98,6 +99,22 @@ class Engine:
         the policy last loaded (never a reload: that may be what was slow)."""
         return deny_unanswered(raw, reason, self._loaded, audit_log=self._audit_log,
                                trail=self._export if export else None)
+
+    def record_refusal(self, call: ToolCall, reason: str) -> AuditRecord:
+        """A deny made by Claude Code's own permission rules, which no hook saw
+        (runner/floor_refusals.py), recorded like the gateway's own and sent off host."""
+        from gateway.audit.log import append_decision
+        from gateway.audit.record import policy_redactor
+
+        policy = self.policy
+        decision = Decision("deny", FLOOR_RULE, reason,
+                            policy_hash=policy.bundle_hash if policy is not None else "",
+                            enforced_by="claude-code")
+        record = append_decision(
+            call, decision, self._audit_log,
+            redactor=policy_redactor(policy.compaction) if policy is not None else None)
+        self.export_decision(record)
+        return record
 
     def export_decision(self, record: AuditRecord | None) -> None:
         """Send a record written with export=False to the off-host copy (never raises)."""

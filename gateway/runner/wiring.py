@@ -5,6 +5,7 @@ the policy's limits on the run's options (claude_agent_sdk's or the gateway's Ru
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -15,6 +16,7 @@ from gateway.integrity.keys import keys_from_env
 from gateway.policy import Limits
 from gateway.runner.account import RunAccount, chat_metrics, run_metrics
 from gateway.runner.attachments import Attachments
+from gateway.runner.floor_refusals import FloorRefusals
 from gateway.runner.hook_answers import HookAnswers, HookCounts
 from gateway.runner.options import AnyOptions
 from gateway.runner.tracer import RunTracer
@@ -77,6 +79,10 @@ def prepare_gateway(
         tracer.observers.append(account.budget.observe)
         if account.metrics is None:
             metrics.observe_budgets(account.budget.rows)
+    refusals = FloorRefusals(engine, str(options.cwd) if options.cwd is not None else
+                             os.getcwd())
+    attachments.taps.append(refusals.tap)
+    attachments.observers.append(refusals)
     answers = HookAnswers(engine, tracer, attachments.observers, HookCounts(metrics, account.team),
                           trail=export)
     options = with_os_sandbox(options, answers, err)

@@ -6,6 +6,8 @@ Before, the run's Grep printed `.env`'s secret into the conversation."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -50,9 +52,9 @@ def test_a_search_over_the_tree_leaves_the_denied_files_out(
 
 def test_a_read_the_floor_denies_is_refused_by_claude_code_before_the_hook(
         sandbox: Sandbox, scripted: Any) -> None:
-    """The floor's cost: Claude Code refuses a Read of a path its own deny rules name before
-    any hook runs, so the refusal is in its transcript, not in the gateway's audit log (a
-    Bash call still reaches the hook first and is recorded)."""
+    """Claude Code refuses a Read of a path its own deny rules name before any hook runs; the
+    run reads the refusal from the stream and records it, by Claude Code, beside the hook's
+    own deny of the Bash call: no gap in the audit log."""
     (sandbox.cwd / ".env").write_text(f"KEY={SECRET}\n")
     scripted({"responses": [
         {"when": "prompt", "text": "ok", "tool_use": [
@@ -72,4 +74,13 @@ def test_a_read_the_floor_denies_is_refused_by_claude_code_before_the_hook(
     assert SECRET not in transcript
     records = [json.loads(line) for line in
                (sandbox.gateway_home / "audit.jsonl").read_text().splitlines()]
-    assert [(r.get("tool"), r.get("decision")) for r in records] == [("Bash", "deny")]
+    assert sorted((r.get("tool"), r.get("decision"), r.get("enforced_by"))
+                  for r in records) == [("Bash", "deny", "hook"),
+                                        ("Read", "deny", "claude-code")]
+    floor = next(r for r in records if r.get("tool") == "Read")
+    assert floor["rule_id"] == "claude-code:permissions.deny", floor
+    assert "denied by your permission settings" in floor["reason"], floor
+    assert floor["input"] == {"file_path": str(sandbox.cwd / ".env")}, floor
+    verified = subprocess.run([sys.executable, "-m", "gateway", "audit", "verify"],
+                              capture_output=True, text=True, env=sandbox.env())
+    assert verified.returncode == 0, verified.stdout + verified.stderr
