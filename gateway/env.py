@@ -182,3 +182,11 @@ def redis_url() -> str | None:
 def metrics_token() -> str:
     """AGENT_GATEWAY_METRICS_TOKEN: what a scraper sends for GET /metrics (auth on)."""
     return os.environ.get(METRICS_TOKEN_ENV, "").strip()
+
+
+GATEWAY_SECRETS = frozenset({
+    TOKEN_ENV, TOKENS_FILE_ENV, AUDIT_KEY_FILE_ENV, METRICS_TOKEN_ENV, REDIS_URL_ENV,
+    RUN_HOOK_TOKEN_ENV,
+})
+"""The gateway's own secrets: never in an agent's environment (runner/agent_env.py) nor in
+a sandboxed command's (policy/withheld_env.py)."""

@@ -16,14 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 
-from gateway.env import (
-    AUDIT_KEY_FILE_ENV,
-    METRICS_TOKEN_ENV,
-    REDIS_URL_ENV,
-    RUN_HOOK_TOKEN_ENV,
-    TOKEN_ENV,
-    TOKENS_FILE_ENV,
-)
+from gateway.env import GATEWAY_SECRETS
 
 BUILTIN_WITHHELD = (
     # the organization's credentials for the model
@@ -32,8 +25,7 @@ BUILTIN_WITHHELD = (
     # Claude Code's own channel to itself
     "CLAUDE_CODE_MESSAGING_TOKEN",
     # the gateway's
-    TOKEN_ENV, TOKENS_FILE_ENV, AUDIT_KEY_FILE_ENV, METRICS_TOKEN_ENV, REDIS_URL_ENV,
-    RUN_HOOK_TOKEN_ENV,
+    *sorted(GATEWAY_SECRETS),
 )
 
 

@@ -24,21 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from gateway.env import (
-    AUDIT_KEY_FILE_ENV,
-    METRICS_TOKEN_ENV,
-    REDIS_URL_ENV,
-    RUN_HOOK_TOKEN_ENV,
-    TOKEN_ENV,
-    TOKENS_FILE_ENV,
-)
+from gateway.env import GATEWAY_SECRETS  # a run's own hook token is added back by the run
 
-GATEWAY_SECRETS = frozenset({
-    TOKEN_ENV, TOKENS_FILE_ENV, AUDIT_KEY_FILE_ENV, METRICS_TOKEN_ENV, REDIS_URL_ENV,
-    RUN_HOOK_TOKEN_ENV,
-})
-"""Never in an agent's environment (a run's own hook token is added back by the run: Claude
-Code sends it, and the endpoint also checks that the caller is that Claude Code)."""
+__all__ = ["GATEWAY_SECRETS", "local_agent_env", "remote_agent_env", "without_secrets"]
 
 NOT_INHERITED = frozenset({"CLAUDECODE"})
 """Would tell Claude Code that it runs inside another Claude Code session."""
