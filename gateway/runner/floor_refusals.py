@@ -56,6 +56,8 @@ class FloorRefusals:
         tool_use_id = str(denial.get("tool_use_id") or "")
         if not tool_use_id or tool_use_id in self._decided or tool_use_id in self._recorded:
             return
+        if "hook error" in self._told.get(tool_use_id, ""):
+            return  # a hook's block (one that failed: onFailure), not Claude Code's rules
         self._recorded.add(tool_use_id)
         tool_input = denial.get("tool_input")
         call = ToolCall(str(denial.get("tool_name") or ""),
