@@ -17,6 +17,10 @@ from typing import Any
 import claude_agent_sdk
 
 CLAUDE_BIN = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+SANDBOX_MISSING = [name for name in ("bwrap", "socat") if shutil.which(name) is None]
+"""What Claude Code's OS sandbox needs on Linux and this host lacks (`.ci/run` installs it)."""
+SANDBOX_REASON = (f"Claude Code's OS sandbox needs bubblewrap and socat "
+                  f"({', '.join(SANDBOX_MISSING)} missing; `.ci/run` installs them)")
 
 
 @dataclass

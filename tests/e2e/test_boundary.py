@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -22,15 +21,18 @@ from typing import Any
 import pytest
 
 from gateway.scripted import ScriptedServer
-from tests.e2e.harness import RunOutcome, Sandbox, claude_run, gateway_run
+from tests.e2e.harness import (
+    SANDBOX_MISSING,
+    SANDBOX_REASON,
+    RunOutcome,
+    Sandbox,
+    claude_run,
+    gateway_run,
+)
 from tests.server.processes import ServeProcess
 
-MISSING = [name for name in ("bwrap", "socat") if shutil.which(name) is None]
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(bool(MISSING), reason=f"Claude Code's OS sandbox needs bubblewrap and "
-                       f"socat ({', '.join(MISSING)} missing; `.ci/run` installs them)"),
-]
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(bool(SANDBOX_MISSING), reason=SANDBOX_REASON)]
 Scripted = Callable[[dict[str, Any]], ScriptedServer]
 
 POLICY = """version: 1

@@ -28,16 +28,19 @@ from typing import Any, Literal
 import pytest
 
 from gateway.scripted import ScriptedServer
-from tests.e2e.harness import RunOutcome, Sandbox, claude_run, gateway_run
+from tests.e2e.harness import (
+    SANDBOX_MISSING,
+    SANDBOX_REASON,
+    RunOutcome,
+    Sandbox,
+    claude_run,
+    gateway_run,
+)
 from tests.fixtures.precision import platform_policy
 from tests.server.processes import ServeProcess
 
-MISSING = [name for name in ("bwrap", "socat") if shutil.which(name) is None]
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(bool(MISSING), reason=f"Claude Code's OS sandbox needs bubblewrap and "
-                       f"socat ({', '.join(MISSING)} missing; `.ci/run` installs them)"),
-]
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(bool(SANDBOX_MISSING), reason=SANDBOX_REASON)]
 Scripted = Callable[[dict[str, Any]], ScriptedServer]
 TOKEN = "e2e-sandbox-token"
 
