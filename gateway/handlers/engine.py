@@ -100,9 +100,10 @@ class Engine:
         return deny_unanswered(raw, reason, self._loaded, audit_log=self._audit_log,
                                trail=self._export if export else None)
 
-    def record_refusal(self, call: ToolCall, reason: str) -> AuditRecord:
+    def record_refusal(self, call: ToolCall, reason: str, tenant: str = "") -> AuditRecord:
         """A deny made by Claude Code's own permission rules, which no hook saw
-        (runner/floor_refusals.py), recorded like the gateway's own and sent off host."""
+        (runner/floor_refusals.py, handlers/turn_end.py), recorded like the gateway's own and
+        sent off host; `tenant`: the caller behind `serve`."""
         from gateway.audit.log import append_decision
         from gateway.audit.record import policy_redactor
 
@@ -112,7 +113,8 @@ class Engine:
                             enforced_by="claude-code")
         record = append_decision(
             call, decision, self._audit_log,
-            redactor=policy_redactor(policy.compaction) if policy is not None else None)
+            redactor=policy_redactor(policy.compaction) if policy is not None else None,
+            extra={"tenant": tenant} if tenant else None)
         self.export_decision(record)
         return record
 

@@ -2,8 +2,9 @@
 denies the gateway mirrors into the run's settings, policy/floor.py) never reaches a hook:
 without this an auditor sees a gap where the agent tried a read of `.env` with the Read tool.
 The run's stream tells: the result's `permission_denials` name every refused call, and the
-calls the gateway decided itself are known; each other one is recorded as a deny by Claude
-Code, with the input and what Claude Code told the model."""
+calls the gateway denied itself are known; each other one (never decided, or allowed or asked
+by the gateway and refused by Claude Code all the same) is recorded as a deny by Claude Code,
+with the input and what Claude Code told the model."""
 
 from __future__ import annotations
 
@@ -22,13 +23,14 @@ class FloorRefusals:
     def __init__(self, engine: Engine, cwd: str) -> None:
         self._engine = engine
         self._cwd = cwd
-        self._decided: set[str] = set()
+        self._denied: set[str] = set()
         self._told: dict[str, str] = {}
         self._recorded: set[str] = set()
 
     def decided(self, tool_use_id: str, tool_name: str, tool_input: Mapping[str, Any],
                 decision: Decision | None) -> None:
-        self._decided.add(tool_use_id)
+        if decision is not None and decision.kind == "deny":
+            self._denied.add(tool_use_id)
 
     def archived(self, archive_id: str, error: str, blocked: bool) -> None:
         pass
@@ -54,7 +56,7 @@ class FloorRefusals:
 
     def _record(self, denial: Mapping[str, Any], session_id: str) -> None:
         tool_use_id = str(denial.get("tool_use_id") or "")
-        if not tool_use_id or tool_use_id in self._decided or tool_use_id in self._recorded:
+        if not tool_use_id or tool_use_id in self._denied or tool_use_id in self._recorded:
             return
         if "hook error" in self._told.get(tool_use_id, ""):
             return  # a hook's block (one that failed: onFailure), not Claude Code's rules

@@ -29,6 +29,7 @@ from gateway.errors import GatewayError, one_line
 from gateway.handlers.decision import PreToolUseAnswer, fail_closed
 from gateway.handlers.engine import Engine
 from gateway.handlers.trail import AuditExport
+from gateway.handlers.turn_end import TURN_END_EVENTS, RecordedRefusals, record_turn_refusals
 from gateway.hookio.render import render_block, render_pre_tool_use
 from gateway.policy.reload import INTERVAL_S, PolicyFiles
 from gateway.runner.agent_env import remote_agent_env
@@ -117,6 +118,7 @@ class GatewayService:
         self._unloadable: dict[tuple[str, ...], str] = {}
         """Callers' layer sets that do not load (their calls are denied), for /readyz."""
         self._enforced = DecidedCalls()
+        self._refusals = RecordedRefusals()
         """PreToolUse decisions made here, for the tool spans of their PostToolUse."""
         self._sink_ok = sink_ok
         self.gate = gate
@@ -350,6 +352,13 @@ class GatewayService:
     ) -> None:
         reason = f"{event} is observed: the gateway decides nothing for it"
         self._append(ev.event_record(event, body, caller.name, decision=ev.NONE, reason=reason))
+        if event in TURN_END_EVENTS:
+            try:
+                engine = self.engine_for(caller)
+            except GatewayError as exc:  # recorded all the same, with the built-in redaction
+                log.error("policy for caller %s does not load: %s", caller.name, exc)
+                engine = Engine((), audit_log=self._audit_log, audit_export=self._audit_export)
+            record_turn_refusals(engine, body, self._refusals, tenant=caller.name)
         if self._tracer is None:
             return
         if event in ("PostToolUse", "PostToolUseFailure"):

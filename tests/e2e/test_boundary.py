@@ -131,6 +131,23 @@ def _check(out: RunOutcome, server: ScriptedServer) -> None:
                                                                           _content(block))
 
 
+def _check_refusals_recorded(out: RunOutcome, sandbox: Sandbox) -> None:
+    """Every refused call has its audit record, by the gateway's hook or by Claude Code's
+    floor (which no hook saw), and the chain still verifies."""
+    records = [json.loads(line) for line in
+               (sandbox.gateway_home / "audit.jsonl").read_text().splitlines()]
+    denied = {r["tool_use_id"]: r for r in records
+              if r.get("decision") == "deny" and r.get("tool_use_id")}
+    refused = [b["tool_use_id"] for b in out.tool_results()  # a command that failed: no
+               if b.get("is_error") and not _content(b).startswith("Exit code")]  # refusal
+    assert refused and not [t for t in refused if t not in denied], (refused, sorted(denied))
+    by_floor = [r for r in denied.values() if r.get("enforced_by") == "claude-code"]
+    assert all(r["rule_id"] == "claude-code:permissions.deny" for r in by_floor), by_floor
+    verified = subprocess.run([sys.executable, "-m", "gateway", "audit", "verify"],
+                              capture_output=True, text=True, env=sandbox.env())
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
 def test_run_leaves_nothing_to_take(sandbox: Sandbox, scripted: Scripted) -> None:
     policy = _prepare(sandbox)
     server = scripted(_scenario(sandbox.home))
@@ -139,6 +156,7 @@ def test_run_leaves_nothing_to_take(sandbox: Sandbox, scripted: Scripted) -> Non
                       env=sandbox.env(**ENV_MARKERS))
     assert out.returncode == 0, out.stderr[-2000:]
     _check(out, server)
+    _check_refusals_recorded(out, sandbox)
     assert "MARK-ORGKEY-61c2" in json.dumps(server.requests[0].headers)  # Claude Code has it
 
 
@@ -173,3 +191,4 @@ def test_a_settings_wired_session_leaves_nothing_to_take(sandbox: Sandbox,
                          env=sandbox.env(**ENV_MARKERS))
     assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-2000:])
     _check(out, server)
+    _check_refusals_recorded(out, sandbox)
