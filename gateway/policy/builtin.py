@@ -10,7 +10,8 @@ turn it off (`self_protection: false`), and every audit record then says so.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from gateway.policy.compiled import BUILTIN_LAYER, Layer, PathRule, Rule, index_layer
 from gateway.policy.credential_stores import CREDENTIAL_STORES, RULE_PREFIX
@@ -120,8 +121,12 @@ def builtin_rules(protected: Protected, lifted: frozenset[str] = frozenset()
     return [rule for rule in rules if rule.patterns]
 
 
-def builtin_layer(protected: Protected, lifted: frozenset[str] = frozenset()) -> Layer:
-    """Compiled deny rules; imports the path-pattern compiler (pathspec) on first use."""
+def builtin_layer(protected: Protected, lifted: frozenset[str] = frozenset(),
+                  unparseable: Literal["deny", "ask"] = "deny", monitored: bool = False
+                  ) -> Layer:
+    """Compiled deny rules; imports the path-pattern compiler (pathspec) on first use.
+    `unparseable`: the policy's answer for a Bash command the hook cannot fully read, which
+    may touch what these rules guard."""
     from gateway.policy.paths import compile_path_pattern
 
     rules: list[Rule] = []
@@ -131,7 +136,8 @@ def builtin_layer(protected: Protected, lifted: frozenset[str] = frozenset()) ->
             rules.append(Rule(spec.id, "deny", False, f"{spec.reason} [{pattern}]",
                               spec.tools, None,
                               PathRule(compile_path_pattern(pattern, fold_case=True)), text))
-    return index_layer(BUILTIN_LAYER, "(built in)", "enforce", "abstain", "deny", rules)
+    layer = index_layer(BUILTIN_LAYER, "(built in)", "enforce", "abstain", unparseable, rules)
+    return replace(layer, unparseable_monitored=monitored) if monitored else layer
 
 
 def _absolute(path: str) -> str:

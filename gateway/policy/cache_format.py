@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar, cast
 
 from gateway.policy.bash_rules import BashPattern
@@ -30,7 +31,7 @@ from gateway.policy.compiled import (
 from gateway.policy.domains import DomainPattern
 from gateway.policy.paths import PathPattern
 
-FORMAT = "policy-cache-8"
+FORMAT = "policy-cache-9"
 Data = dict[str, Any]
 T = TypeVar("T")
 
@@ -58,6 +59,7 @@ def policy_to_data(policy: Policy) -> Data:
 def _layer(layer: Layer) -> Data:
     return {"name": layer.name, "path": layer.path, "mode": layer.mode,
             "default": layer.default, "unparseable": layer.unparseable,
+            "unparseable_monitored": layer.unparseable_monitored,
             "rules": [_rule(rule) for rule in layer.rules]}
 
 
@@ -132,8 +134,11 @@ def _load_layer(raw: Any) -> Layer:
     default = _choice(data.get("default"), ("deny", "ask", "allow", "abstain"))
     unparseable = _choice(data.get("unparseable"), ("deny", "ask"))
     rules = [_load_rule(r) for r in _list(data.get("rules"))]
-    return index_layer(_str(data.get("name")), _str(data.get("path")), cast(Any, mode),
-                       cast(Any, default), cast(Any, unparseable), rules)
+    layer = index_layer(_str(data.get("name")), _str(data.get("path")), cast(Any, mode),
+                        cast(Any, default), cast(Any, unparseable), rules)
+    if _bool(data.get("unparseable_monitored")):
+        layer = replace(layer, unparseable_monitored=True)
+    return layer
 
 
 def _load_rule(raw: Any) -> Rule:

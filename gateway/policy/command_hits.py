@@ -15,8 +15,10 @@ LOOKAHEAD_HITS = 8
 """Denied command names looked for in one unknown program's arguments before giving up."""
 
 
-def bash_hits(layer: Layer, bash: Scan, hits: list[Hit]) -> bool:
-    """Adds per-command hits; True when every command that runs is allowed."""
+def bash_hits(layer: Layer, bash: Scan, hits: list[Hit], *, files_by_hook: bool = True
+              ) -> bool:
+    """Adds per-command hits; True when every command that runs is allowed.
+    `files_by_hook`: no OS sandbox holds the layer's path denies, the hook does."""
     all_allowed = not bash.unparseable and bool(bash.commands)
     generic = layer.bash_generic
     for command in bash.commands:
@@ -49,11 +51,12 @@ def bash_hits(layer: Layer, bash: Scan, hits: list[Hit]) -> bool:
             chain = _pipeline(rule.matcher, bash)
             if chain:
                 hits.append(hit(layer, rule, chain))
-    if bash.unparseable and layer.has_bash_deny:
+    if bash.unparseable and (layer.has_bash_deny or (files_by_hook and layer.has_file_deny)):
+        what = "Bash deny rules" if layer.has_bash_deny else "file deny rules"
         hits.append(Hit(layer.name, f"{layer.name}:unparseable", layer.unparseable,
-                        layer.mode == "monitor",
-                        f"{bash.unparseable}; such commands are not run while Bash deny "
-                        "rules apply", "", "unparseable"))
+                        layer.mode == "monitor" or layer.unparseable_monitored,
+                        f"{bash.unparseable}; such commands are not run while {what} "
+                        "apply", "", "unparseable"))
     return all_allowed
 
 

@@ -103,6 +103,12 @@ class Layer:
     bash_generic: tuple[Rule, ...]
     """Bash rules checked against every simple command (name globs, regexes, pipelines)."""
     has_bash_deny: bool
+    has_file_deny: bool = False
+    """A deny on a path (Read, Edit, ...): without the OS sandbox the hook holds it for Bash
+    too, so a Bash command it cannot fully read is decided as `unparseable`."""
+    unparseable_monitored: bool = False
+    """The built-in layer under an org policy in monitor mode: its `unparseable` answer is
+    recorded, not enforced (its path denies still are)."""
     memo: dict[tuple[str, ...], Any] = field(default_factory=dict, compare=False, repr=False)
     """What the evaluator works out once per layer (its path rules' unions, by tool and by
     access; see pathrules.py)."""
@@ -193,6 +199,7 @@ def index_layer(name: str, path: str, mode: Literal["enforce", "monitor"], defau
         name, path, mode, default, unparseable, tuple(rules),
         {k: tuple(v) for k, v in by_tool.items()}, tuple(tool_globs),
         {k: tuple(v) for k, v in bash_by_name.items()}, tuple(bash_generic), has_bash_deny,
+        any(r.decision == "deny" and isinstance(r.matcher, PathRule) for r in rules),
     )
 
 

@@ -172,4 +172,4 @@ def _layer_hits(layer: Layer, call: ToolCall, bash: Scan | None, resolved: Resol
         return hits, tool_allowed
     if resolved is not None:
         file_hits(layer, call, bash, hits, resolved, held)
-    return hits, bash_hits(layer, bash, hits) or tool_allowed
+    return hits, bash_hits(layer, bash, hits, files_by_hook=held is None) or tool_allowed

@@ -39,7 +39,9 @@ def compile_bundle(bundle: Sequence[tuple[str, bytes]], protected: Protected | N
         if protected is None:
             protected = protected_paths([path for path, _ in bundle])
         lifted = frozenset(files[0][1].lift) if files else frozenset()
-        layers = (builtin_layer(protected, lifted), *layers)
+        asks = bool(layers) and all(layer.unparseable == "ask" for layer in layers)
+        layers = (builtin_layer(protected, lifted, "ask" if asks else "deny",
+                                monitored=layers[0].mode == "monitor"), *layers)
     sandbox = merge_sandbox(files)
     withheld = merge_withheld(files)
     fingerprint = sandbox_fingerprint(layers, withheld) if sandbox == "required" else ""

@@ -81,9 +81,16 @@ def test_unparseable_can_ask(policy_from: Build) -> None:
     assert decision.rule_id == "org.yaml:unparseable"
 
 
-def test_unparseable_is_fine_without_bash_denies(policy_from: Build) -> None:
-    policy = policy_from("version: 1\npermissions:\n  deny: ['Read(**/.env)']\n")
-    assert decide(policy, bash("$cmd x")).kind == "abstain"
+def test_unparseable_holds_file_denies_the_hook_holds(policy_from: Build) -> None:
+    """Without Bash deny rules a command the hook cannot read may still read a denied file:
+    without the OS sandbox that is the hook's to hold, so it is decided as `unparseable`;
+    under the sandbox the kernel holds the file, and the command is not denied for it."""
+    policy = policy_from("version: 1\nunparseable: ask\npermissions:\n"
+                         "  deny: ['Read(**/.env)']\n")
+    decision = decide(policy, bash("$cmd x"))
+    assert decision.kind == "ask" and decision.rule_id.endswith(":unparseable"), decision
+    assert "file deny rules" in decision.reason
+    assert decide(policy, bash("$cmd x"), sandboxed=True).kind == "abstain"
 
 
 def test_computed_argument_could_be_the_flag(policy_from: Build) -> None:
@@ -227,8 +234,8 @@ def test_monitor_file(policy_from: Build) -> None:
     policy = policy_from("version: 1\nmode: monitor\npermissions:\n  deny: ['Bash(rm:*)']\n")
     decision = decide(policy, bash("rm x"))
     assert (decision.kind, decision.would_deny) == ("abstain", True)
-    unparseable = decide(policy, bash("$x"))
-    assert (unparseable.kind, unparseable.would_deny) == ("abstain", True)
+    unparseable = decide(policy, bash("$x"))  # the built-in rules' answer is monitored too
+    assert (unparseable.kind, unparseable.would_deny) == ("abstain", True), unparseable
 
 
 def test_default_decision(policy_from: Build) -> None:

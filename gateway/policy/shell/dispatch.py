@@ -89,7 +89,7 @@ class CommandDispatch(ProgramRuns):
         elif language is not None:
             self.interpreter(name, language, words, via, depth, feed, appended)
         elif name in EVALS:
-            self.evaluate(words, via, depth)
+            self.evaluate(words, via, depth, feed)
         elif name in TRAPS:
             self.trap(words, via, depth)
         elif name in ("source", "."):
@@ -101,7 +101,7 @@ class CommandDispatch(ProgramRuns):
         elif name == "git":
             self.git(words, via, depth, feed, appended)
         elif name in FINDS:
-            self.find(words, via, depth, appended)
+            self.find(words, via, depth, feed, appended)
         else:
             self.program(name, words, via, depth, feed, appended)
 
@@ -194,10 +194,10 @@ class CommandDispatch(ProgramRuns):
             self.access("read", path, name)
         for path in special.writes:
             self.access("write", path, name)
-        for script in special.scripts:
-            self.code(script, via, depth, name)
+        for script in special.scripts:  # what a program runs inherits its stdin
+            self.code(script, via, depth, name, feed)
         for argv in special.commands:
-            self.emit(argv, (*via, name), depth, INHERITED, appended=True)
+            self.emit(argv, (*via, name), depth, feed, appended=True)
         for path in special.script_files:
             self.script_file(path, via, depth, name)
         if special.stdin_language:
@@ -216,7 +216,7 @@ class CommandDispatch(ProgramRuns):
         self.carried(name, special_program(name, words), via, depth, feed, index)
         inner_via = (*via, name)
         for script in found.scripts:
-            self.code(script, inner_via, depth, name)
+            self.code(script, inner_via, depth, name, feed)
         if found.shell_argv is not None:
             self.shell("sh", [Word("sh"), *found.shell_argv], inner_via, depth, feed, False)
         if found.inner:

@@ -259,7 +259,7 @@ FILE_USES: dict[str, FileUse] = {
     "tput": _u("none"), "stty": _u("none"), "tty": _u("none"), "locale": _u("none"),
     "getconf": _u("none"), "uuidgen": _u("none"), "nc": _u("none"), "ncat": _u("none"),
     "nslookup": _u("none"), "host": _u("none"), "traceroute": _u("none"),
-    "ss": _u("none"), "netstat": _u("none"), "ifconfig": _u("none"),
+    "ss": _u("none", reads="-F --filter"), "netstat": _u("none"), "ifconfig": _u("none"),
     "ip": _u("none", reads="-b -batch"),
     "cpio": _u("none", reads="-F --file -E --pattern-file -I", writes="-O",
                values="-H --format -D --directory -R --owner -C --io-size -M --message"),

@@ -51,12 +51,19 @@ def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | Non
     if name == "install" and any(w.text in ("-d", "--directory") for w in words[1:]):
         named = [("write", w) for w in operands]  # each operand a directory it makes
     named += _moved_away(name, words, operands)
-    found = [*argv.found, *named]
+    found = [*argv.found, *named, *response_files(words)]
     if linking:  # what a link reaches is written through it too (ln -s .github g; rm g/x)
         found.extend(("write", w) for w in operands[:-1])
     if recursive(name, use, words):
         found.extend(trees(name, use, words, operands, named, argv.pattern_given))
     return found
+
+
+def response_files(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
+    """`@FILE` arguments: GNU tools (gcc, as, ld, readelf, objdump, ...) and many others
+    read more arguments from FILE, so FILE is read (`readelf -a @.env` prints it)."""
+    return [("read", Word(w.text[1:], dynamic=w.dynamic, globby=w.globby))
+            for w in words[1:] if w.text.startswith("@") and len(w.text) > 1]
 
 
 def _python_module(name: str, words: Sequence[Word]) -> list[Word] | None:

@@ -12,6 +12,10 @@ from gateway.policy.shell.filetrees import tree
 from gateway.policy.shell.globs import program_glob
 from gateway.policy.shell.words import Word, operand_words
 
+_OUTPUTS = frozenset({"diff", "log", "show", "format-patch", "archive", "whatchanged",
+                      "diff-tree", "diff-index", "diff-files", "range-diff", "reflog", "stash"})
+"""Subcommands whose `--output F` / `-o F` writes their output to F."""
+
 
 def git_file_uses(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
     """(mode, path) for each file `words` (git's argv) names."""
@@ -42,8 +46,8 @@ def _git(words: Sequence[Word]) -> list[tuple[Mode, Word]]:
             if target is not None:  # the message, kept in the history (git log shows it)
                 found.append(("read", target))
             continue
-        if text.startswith(("--output=", "-o", "--output-directory")) and sub in (
-                "diff", "log", "show", "format-patch", "archive"):
+        if (option in ("--output", "--output-directory") or (
+                text.startswith("-o") and not text.startswith("--"))) and sub in _OUTPUTS:
             value = text.partition("=")[2] if text.startswith("--") else text[2:]
             target = Word(value) if value else (words[i + 1] if i + 1 < len(words) else None)
             if target is not None:  # format-patch's is a directory it writes patches into

@@ -42,7 +42,7 @@ class ProgramRuns(SyntaxWalk):
                                        feed != INHERITED):
             self.fail(f"{name} runs code in a language that is not analysed")
         elif found.code is not None:
-            self.shell_string(name, found.code, found.positional, via, depth)
+            self.shell_string(name, found.code, found.positional, via, depth, feed)
         elif appended:
             self.fail(f"{name} gets its script from arguments added at run time")
         elif found.operand is not None and not found.stdin:
@@ -53,9 +53,9 @@ class ProgramRuns(SyntaxWalk):
             self.stdin_code("bash", feed, via, depth, name)
 
     def shell_string(self, name: str, code: Word, positional: Sequence[Word],
-                     via: tuple[str, ...], depth: int) -> None:
+                     via: tuple[str, ...], depth: int, feed: Feed = INHERITED) -> None:
         """`sh -c CODE $0 $1 ...`: CODE walked with its own positional parameters."""
-        self.with_positional(positional, lambda: self.code(code, via, depth, name))
+        self.with_positional(positional, lambda: self.code(code, via, depth, name, feed))
 
     def with_positional(self, positional: Sequence[Word], walk: Callable[[], None],
                         more: bool = False) -> None:
@@ -193,7 +193,8 @@ class ProgramRuns(SyntaxWalk):
                     self.script, found.text, (*via, path.text), depth + 1, INHERITED),
                     more=appended)
 
-    def evaluate(self, words: Sequence[Word], via: tuple[str, ...], depth: int) -> None:
+    def evaluate(self, words: Sequence[Word], via: tuple[str, ...], depth: int,
+                 feed: Feed = INHERITED) -> None:
         self.record(words, via, True)
         parts = list(words[1:])
         if parts and parts[0].text == "--":
@@ -201,7 +202,7 @@ class ProgramRuns(SyntaxWalk):
         if any(w.dynamic for w in parts):
             self.fail("eval runs text computed at run time")
         elif parts:
-            self.script(" ".join(w.text for w in parts), (*via, "eval"), depth + 1, INHERITED)
+            self.script(" ".join(w.text for w in parts), (*via, "eval"), depth + 1, feed)
 
     def trap(self, words: Sequence[Word], via: tuple[str, ...], depth: int) -> None:
         self.record(words, via, True)
@@ -301,7 +302,7 @@ class ProgramRuns(SyntaxWalk):
         if at is not None and run.argv[at].text in ("apply", "am"):
             self.patched(patch_run("git", run.argv[at + 1:]), feed, self.commands[index].text)
 
-    def find(self, words: Sequence[Word], via: tuple[str, ...], depth: int,
+    def find(self, words: Sequence[Word], via: tuple[str, ...], depth: int, feed: Feed,
              appended: bool) -> None:
         """find: the commands -exec runs and the files -delete removes, on the files it
         selects (a pattern: see findcmd); what it prints, for a consumer such as xargs."""
@@ -311,8 +312,8 @@ class ProgramRuns(SyntaxWalk):
         index = self.record(words, via, False, appended=appended)
         for path in run.deletes:
             self.access("write", path, self.commands[index].text)
-        for argv in run.commands:
-            self.emit(argv, (*via, words[0].text), depth, INHERITED)
+        for argv in run.commands:  # -exec's commands inherit find's stdin
+            self.emit(argv, (*via, words[0].text), depth, feed)
         self.outputs[index] = run.prints
 
     def xargs(self, words: Sequence[Word], inner: Sequence[Word], via: tuple[str, ...],

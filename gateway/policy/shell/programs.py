@@ -66,6 +66,10 @@ CODE_OPTIONS: dict[str, dict[str, CodeKind]] = {
     "node": {},
     "php": {},
     "xdg-open": {},
+    # pip config edit --editor CMD; gcc -wrapper PROG,ARGS runs each compiler pass under PROG
+    "pip": {"--editor": "shell"},
+    "pip3": {"--editor": "shell"},
+    **{cc: {"-wrapper": "opaque"} for cc in ("gcc", "g++", "cc", "c++", "gfortran", "gccgo")},
 }
 """Program -> option -> what its value is. `+` stands for `+VALUE` words (less +!cmd)."""
 
@@ -109,6 +113,26 @@ analysable (opaque: the command is unparseable), or changing which files program
 (loader: like running a file the agent wrote; such a command is never allowed by a rule).
 GIT_CONFIG_KEY_n / GIT_CONFIG_VALUE_n are matched by prefix."""
 CODE_ENV_PREFIXES = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_", "BASH_FUNC_")
+PROGRAM_DIR_SUFFIXES = ("_BIN_PATH", "BINPATH", "_BIN_DIR", "_BINDIR", "_EXEC_PATH",
+                        "_LIBEXEC_DIR")
+"""A variable named so names directories a program runs programs from (`GROFF_BIN_PATH=.
+nroff` runs a planted ./groff): what runs there is not analysed."""
+PROGRAM_SUFFIXES = ("_COMMAND", "_CMD", "_PROGRAM", "_PROG", "EDITOR", "PAGER", "OPEN",
+                    "_SHELL", "_HOOK", "_WRAPPER", "ASKPASS", "_LAUNCHER")
+"""A variable named so names a program (a command line) some program runs: analysed as one."""
+
+
+def env_kind(name: str) -> EnvKind | None:
+    """What a variable set for a command does to it, by the tables and then by its name:
+    a variable no table lists is harmless only when its name does not say it names code."""
+    kind = CODE_ENV.get(name)
+    if kind is not None:
+        return kind
+    if name.startswith(CODE_ENV_PREFIXES) or name.endswith(PROGRAM_DIR_SUFFIXES):
+        return "opaque"
+    if name.endswith(PROGRAM_SUFFIXES):
+        return "shell"
+    return None
 """BASH_FUNC_name%% exports a function into the next bash: its body is code."""
 
 INERT = frozenset(
@@ -179,6 +203,23 @@ BUILDS_BINARIES = frozenset({
     "dmd", "ldc2", "ocamlopt", "cargo", "make", "cmake", "ninja", "strip", "objcopy",
 })
 """Programs whose output file is a built binary, not a script (`cc -o app && ./app`)."""
+_NODE_PROJECT = ("package.json", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs")
+_PYTHON_PROJECT = ("setup.py", "pyproject.toml", "setup.cfg", "conftest.py", "pytest.ini",
+                   "tox.ini", "noxfile.py", "sitecustomize.py", "usercustomize.py")
+_MAKEFILES = ("Makefile", "makefile", "GNUmakefile")
+PROJECT_CODE: dict[str, tuple[str, ...]] = {
+    **{name: _NODE_PROJECT for name in ("npm", "pnpm", "yarn", "bun", "npx", "corepack")},
+    **{name: _PYTHON_PROJECT for name in ("pip", "pip3", "uv", "pytest", "py.test", "tox",
+                                          "nox", "poetry", "pdm", "hatch", "python", "python3")},
+    **{name: _MAKEFILES for name in ("make", "gmake")},
+    "cargo": ("build.rs", "Cargo.toml", ".cargo/config.toml", ".cargo/config"),
+    "cmake": ("CMakeLists.txt",), "go": ("go.mod",), "mvn": ("pom.xml",),
+    "gradle": ("build.gradle", "build.gradle.kts", "settings.gradle"),
+    "rake": ("Rakefile",), "bundle": ("Gemfile",), "composer": ("composer.json",),
+    "just": ("justfile", "Justfile", ".justfile"), "task": ("Taskfile.yml",),
+}
+"""Runners and the project files whose code they run (lifecycle scripts, recipes, build
+scripts, plugins): written and run in one command, that code is the agent's and unread."""
 WRITE_NO_CODE = frozenset({"chmod", "chown", "chgrp", "touch", "rm", "unlink", "rmdir",
                            "mkdir", "truncate", "setfacl"})
 """Writes that change a file's mode, owner or existence, or leave it empty: no code in it."""

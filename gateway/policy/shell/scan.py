@@ -60,12 +60,18 @@ def scan(command: str, cwd: str = "", *, files: Files = DISK,
     collecting = gc.isenabled()
     gc.disable()  # the walk allocates but frees nothing; collections would rescan it all
     try:
+        if "\\\r" in command:
+            # bash escapes the carriage return: no line continuation, the next line runs on
+            # its own (`echo ok \<CR><LF>cat .env`); the parser joins the lines.
+            walker.fail("a backslash before a carriage return, which bash and the parser "
+                        "read differently")
         walker.script(command, (), 0, INHERITED)
         walker.run_deferred()
         walker.path_programs()
         walker.fail(walker.hazards.problem())
         walker.fail(walker.missing_script_problem())
         walker.fail(walker.missing_program_problem())
+        walker.fail(walker.project_code_problem())
     except OverBudget:
         refused = f"analysis took longer than its {budget_s:g} s budget"
     except RecursionError:

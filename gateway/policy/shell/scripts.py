@@ -83,6 +83,21 @@ class ScriptReading(WalkState):
                             "be analysed")
         return ""
 
+    def project_code_problem(self) -> str:
+        """A runner in the command whose project files (programs.PROJECT_CODE) a step of the
+        same command writes: `echo '{"scripts":{"preinstall":...}}' > package.json; npm i`
+        runs code the command made, which no rule sees."""
+        runners = {c.name for c in self.commands} & programs.PROJECT_CODE.keys()
+        for name in sorted(runners):
+            files = programs.PROJECT_CODE[name]
+            for access in self.accesses:
+                path = access.path.text
+                named = path in files or path.endswith(tuple(f"/{f}" for f in files))
+                if access.mode == "write" and named and not access.path.dynamic:
+                    return (f"{name} runs the code of {path}, which the command writes first: "
+                            "it cannot be analysed")
+        return ""
+
     def missing_script_problem(self) -> str:
         """A script that is not on disk is no code to analyse if no step of the command
         could put it there: nothing in it writes a file (in any order: `&` and pipelines
@@ -101,12 +116,14 @@ class ScriptReading(WalkState):
                 return why
         return ""
 
-    def code(self, text: Word, via: tuple[str, ...], depth: int, what: str) -> None:
-        """A shell string found in an option, a variable or an alias."""
+    def code(self, text: Word, via: tuple[str, ...], depth: int, what: str,
+             feed: Feed = INHERITED) -> None:
+        """A shell string found in an option, a variable or an alias; `feed`: the stdin of
+        the program that runs it, which the string's commands inherit (`| sh -c sh`)."""
         if text.dynamic:
             self.fail(f"{what} runs text computed at run time")
         elif text.text.strip():
-            self.script(text.text, (*via, what), depth + 1, INHERITED)
+            self.script(text.text, (*via, what), depth + 1, feed)
 
     def stdin_code(self, language: str, feed: Feed, via: tuple[str, ...], depth: int,
                    what: str) -> None:

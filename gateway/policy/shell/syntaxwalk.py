@@ -324,12 +324,10 @@ class SyntaxWalk(ScriptReading):
     def environment(self, name: str, value: Word, via: tuple[str, ...], depth: int) -> str:
         """NAME=value that makes programs run code: analysed, or unparseable. Returns why
         no allow rule may cover the command it is set for ('' when it is harmless)."""
-        kind = programs.CODE_ENV.get(name)
+        kind = programs.env_kind(name)
         if name == "PATH":  # relative entries are found from where PATH is set
             self.path_values.append((value, None if self.cwd_unknown else (
                 tuple(self.cwds) or (self.cwd or "/",))))
-        if kind is None and name.startswith(programs.CODE_ENV_PREFIXES):
-            kind = "opaque"
         if kind == "shell":
             self.code(value, via, depth, f"{name}=")
         elif kind == "file":

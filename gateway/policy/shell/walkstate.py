@@ -23,7 +23,7 @@ from gateway.policy.shell.evaluation import EvalHazards
 from gateway.policy.shell.filecreation import CHANGES_ONLY, creates_unknown_names
 from gateway.policy.shell.files import Files, ScriptText, resolve
 from gateway.policy.shell.filetrees import tree
-from gateway.policy.shell.fileuse import file_uses
+from gateway.policy.shell.fileuse import file_uses, response_files
 from gateway.policy.shell.globs import alternatives, is_glob, is_pattern
 from gateway.policy.shell.patches import PatchRun, patched_names
 from gateway.policy.shell.producers import (
@@ -53,6 +53,23 @@ MAX_DIRECTORIES = 64
 """Working directories a command may be in that are followed; more is unknown."""
 _REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
+
+
+_PROC_DIRECTORY = re.compile(r"/proc/[^/]+/(cwd|root)(?=/|$)/?")
+
+
+def through_proc(access: Access) -> Access:
+    """`/proc/self/cwd/F` (or any process's: `/proc/$PPID/cwd`) is F in the directory the
+    command is in, and `/proc/self/root/F` is /F: the path the rules are matched against."""
+    found = _PROC_DIRECTORY.match(access.path.text)
+    if found is None:
+        return access
+    rest = access.path.text[found.end():]
+    text = ("/" + rest) if found.group(1) == "root" else (rest or ".")
+    still = any(c in rest for c in "$`")
+    return replace_access(access, possible=access.possible, path=replace_word(
+        access.path, text=text, dynamic=access.path.dynamic and still,
+        lead_dynamic=access.path.lead_dynamic and still))
 
 class OverBudget(Exception):
     """The walk ran past its deadline."""
@@ -146,10 +163,11 @@ class WalkState:
         out: list[Access] = []
         for access in self.accesses:
             if not access.path.dynamic:
-                out.append(access)
+                out.append(through_proc(access))
                 continue
             for path in self.variables.alternatives(access.path, self.files.environment, cwds):
-                out.append(access if path is access.path else replace_access(access, path=path))
+                out.append(through_proc(
+                    access if path is access.path else replace_access(access, path=path)))
         return out
 
     def bind(self, name: str, value: Word, node: Node | None = None, depth: int = 1) -> None:
@@ -265,11 +283,23 @@ class WalkState:
                     word = Word(value, word.dynamic, word.lead_dynamic, word.globby)
                 self.access("read", word, text, possible=True)
                 self.access("write", word, text, possible=True, creates=False)
+            for _, path in response_files(words):
+                self.access("read", path, text, possible=True)
             return
         for mode, path in uses:
             self.access(mode, path, text, creates=name not in CHANGES_ONLY,
                         own=len(self.commands) - 1)
         self.directories(name, words)
+
+    def _searched_by_cdpath(self, target: Word) -> bool:
+        """`cd d` looks for d under each CDPATH directory first (`CDPATH=~ cd .ssh`): a
+        relative target not spelled `./d` or `../d` is then somewhere only known when it
+        runs."""
+        text = target.text
+        if text.startswith(("/", "~", "./", "../")) or text in (".", ".."):
+            return False
+        values = self._variable("CDPATH")
+        return values is None or any(v.strip(":") for v in values)
 
     def made_by_mktemp(self, words: Sequence[Word], text: str) -> None:
         """mktemp makes a file (or directory) where its template, -p or TMPDIR say."""
@@ -288,6 +318,8 @@ class WalkState:
             targets = operands[:1] or [Word("~")]
             if targets[0].text == "-":  # the directory it was in before: maybe inherited
                 targets = [Word("${OLDPWD}", dynamic=True)]
+            elif name == "cd" and self._searched_by_cdpath(targets[0]):
+                targets = [Word("${CDPATH}/" + targets[0].text, dynamic=True)]
             if self.repeating:
                 self.repeated_cds += targets
             else:

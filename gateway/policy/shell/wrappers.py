@@ -42,6 +42,9 @@ class Wrapper:
     """Each remaining word is a shell script of its own (hyperfine 'cmd1' 'cmd2')."""
     arg_lists: frozenset[str] = frozenset()
     """Separators after which words are arguments, not the command (parallel ::: a b)."""
+    bare_shell: bool = False
+    """Given no command, it starts a shell, which reads its stdin as code (script, setarch,
+    su): `printf 'cmd' | script -q /dev/null` runs cmd."""
 
 
 def _w(
@@ -58,6 +61,7 @@ def _w(
     dashdash_shell: bool = False,
     each_script: bool = False,
     arg_lists: str = "",
+    bare_shell: bool = False,
 ) -> Wrapper:
     return Wrapper(
         frozenset(value.split()),
@@ -72,6 +76,7 @@ def _w(
         dashdash_shell,
         each_script,
         frozenset(arg_lists.split()),
+        bare_shell,
     )
 
 
@@ -135,9 +140,10 @@ WRAPPERS: dict[str, Wrapper] = {
                "--machine --nice --slice --background -g --group"),
     # runuser -u USER [--] CMD runs an argv; runuser USER [ARGS] hands ARGS to a shell.
     "runuser": _w("-u --user -g --group -G --supp-group -s --shell -w --whitelist-environment",
-                  operands=1, shell="-c --command --session-command", shell_args=True),
+                  operands=1, shell="-c --command --session-command", shell_args=True,
+                  bare_shell=True),
     "su": _w("-g --group -G --supp-group -s --shell -w --whitelist-environment", operands=1,
-             shell="-c --command --session-command", shell_args=True),
+             shell="-c --command --session-command", shell_args=True, bare_shell=True),
     "sg": _w("", operands=1, shell="-c", joins=True),
     "gosu": _w("", operands=1),
     "su-exec": _w("", operands=1),
@@ -155,8 +161,9 @@ WRAPPERS: dict[str, Wrapper] = {
     "chrt": _w("", operands=1),
     "ionice": _w("-c --class -n --classdata -p --pid -P --pgid -u --uid"),
     "flock": _w("-w --timeout -E --conflict-exit-code", operands=1, shell="-c --command"),
+    # script [FILE]: FILE is the typescript it writes; the command is -c's, else a shell
     "script": _w("-E --echo -I --log-in -O --log-out -B --log-io -T --log-timing -m "
-                 "--logging-format", shell="-c --command"),
+                 "--logging-format", operands=1, shell="-c --command", bare_shell=True),
     "unshare": _w("--map-user --map-group --setuid --setgid -S -G -R --root -w --wd "
                   "--propagation --setgroups --kill-child --map-users --map-groups "
                   "--mount-proc --mount-binfmt --monotonic --boottime -t --time "
@@ -165,11 +172,12 @@ WRAPPERS: dict[str, Wrapper] = {
     "prlimit": _w("-p --pid"),
     "choom": _w("-n --adjust -p --pid"),
     "uclampset": _w("-m -M -p --pid"),
-    "setarch": _w("", operands=1),
-    "linux32": _w(),
-    "linux64": _w(),
-    "i386": _w(),
-    "x86_64": _w(),
+    # setarch [ARCH] [options] [PROGRAM]: an ARCH is a word the look-ahead reads past
+    "setarch": _w(bare_shell=True),
+    "linux32": _w(bare_shell=True),
+    "linux64": _w(bare_shell=True),
+    "i386": _w(bare_shell=True),
+    "x86_64": _w(bare_shell=True),
     "numactl": _w("-C -N -m -p -i --cpunodebind --membind --preferred --interleave "
                   "--physcpubind --cpubind"),
     "cgexec": _w("-g"),
@@ -447,7 +455,7 @@ def _done(found: Unwrapped, assignments: list[tuple[str, Word]]) -> Unwrapped:
 def _unwrapped(name: str, spec: Wrapper, rest: tuple[Word, ...], user_given: bool
                ) -> Unwrapped:
     if not rest:
-        return Unwrapped()
+        return Unwrapped(shell_argv=()) if spec.bare_shell else Unwrapped()
     if spec.shell_args and not user_given:
         return Unwrapped(shell_argv=rest)
     if spec.arg_lists:
