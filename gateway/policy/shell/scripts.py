@@ -93,7 +93,8 @@ class ScriptReading(WalkState):
             for access in self.accesses:
                 path = access.path.text
                 named = path in files or path.endswith(tuple(f"/{f}" for f in files))
-                if access.mode == "write" and named and not access.path.dynamic:
+                if (access.mode == "write" and named and not access.possible
+                        and not access.path.dynamic):  # not an unknown program's operand
                     return (f"{name} runs the code of {path}, which the command writes first: "
                             "it cannot be analysed")
         return ""
