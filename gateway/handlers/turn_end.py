@@ -1,7 +1,8 @@
 """At the end of a turn (Stop), Claude Code's own refusals of that turn go on record.
 
 A call Claude Code's permission floor refuses never reaches a hook (audit/floor_scan.py). Behind
-`serve` and command hooks the Stop hook is the first word the gateway gets after such a turn:
+`serve` the Stop hook is the first word the gateway gets after such a turn (command hooks do not
+wire Stop yet):
 it reads the session's transcript (and its subagents'), confined to the Claude projects root as
 the archive reads it, and records each refusal of the turn as a deny by Claude Code. `run`
 reads the same refusals from its stream instead (runner/floor_refusals.py).
