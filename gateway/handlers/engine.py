@@ -110,7 +110,8 @@ class Engine:
         policy = self.policy
         decision = Decision("deny", FLOOR_RULE, reason,
                             policy_hash=policy.bundle_hash if policy is not None else "",
-                            enforced_by="claude-code")
+                            enforced_by="claude-code",
+                            self_protection=policy.self_protection if policy is not None else True)
         record = append_decision(
             call, decision, self._audit_log,
             redactor=policy_redactor(policy.compaction) if policy is not None else None,
