@@ -133,6 +133,19 @@ def _expanded(raw: str) -> Path:
     return Path(raw).expanduser()
 
 
+HOOK_OTEL_PREFIX = "AGENT_GATEWAY_OTEL_"
+"""Claude Code removes every OTEL_* variable from its hooks' environment (measured on
+2.1.337), so command hooks read AGENT_GATEWAY_OTEL_X as OTEL_X (`settings --command-hook
+--policy` writes them into the settings' env)."""
+
+
+def adopt_hook_otel_env() -> None:
+    """OTEL_X from AGENT_GATEWAY_OTEL_X in this process, where OTEL_X is not set."""
+    for name, value in list(os.environ.items()):
+        if name.startswith(HOOK_OTEL_PREFIX):
+            os.environ.setdefault("OTEL_" + name[len(HOOK_OTEL_PREFIX):], value)
+
+
 def hook_log_export_requested() -> bool:
     """The command hook exports log records only when OTEL_LOGS_EXPORTER names an exporter:
     loading the OpenTelemetry SDK costs a hook process about 200 ms."""

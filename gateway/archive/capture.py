@@ -14,7 +14,7 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, NoReturn
@@ -82,6 +82,21 @@ def open_confined(real: Path) -> BinaryIO:
     except OSError as exc:
         raise ArchiveError(f"cannot open {real}: {exc.strerror or exc}") from exc
     return os.fdopen(fd, "rb")
+
+
+def session_transcripts(
+    transcript: Path, root: Path, session_id: str, max_bytes: int
+) -> Iterator[BinaryIO]:
+    """The session's transcript and its subagents' (JSONL), each opened confined to `root`
+    as the archive reads them; one over `max_bytes` is skipped, and the log says so."""
+    for file in session_files(transcript, root, session_id):
+        if file.role not in ("transcript", "subagents") or not file.rel_path.endswith(".jsonl"):
+            continue
+        with open_confined(file.real_path) as handle:
+            if os.fstat(handle.fileno()).st_size > max_bytes:
+                log.error("%s is over %d bytes: not read", file.real_path, max_bytes)
+                continue
+            yield handle
 
 
 def settle(

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import argparse
 
     from gateway.cli.parser import Subcommands
 
-HOOK_EVENTS = ("pre-tool-use", "pre-compact")
+from gateway.hookio.events import COMMAND_EVENTS
+
+HOOK_EVENTS = tuple(COMMAND_EVENTS)
 
 
 def add_parser(sub: Subcommands) -> None:
@@ -24,7 +27,9 @@ def add_parser(sub: Subcommands) -> None:
     )
     hook.add_argument(
         "event", choices=HOOK_EVENTS,
-        help="pre-tool-use: decide a tool call; pre-compact: archive the transcript first",
+        help="pre-tool-use: decide a tool call; pre-compact: archive the transcript first; "
+        "the others are observed (the trace, and at stop Claude Code's own refusals "
+        "recorded), never blocking",
     )
     hook.add_argument(
         "--policy",
@@ -37,7 +42,8 @@ def add_parser(sub: Subcommands) -> None:
         "--remote",
         type=values.http_url,
         metavar="URL",
-        help="ask the gateway at URL instead (exit 2, blocking, if it cannot answer)",
+        help="ask the gateway at URL instead (for pre-tool-use and pre-compact exit 2, "
+        "blocking, if it cannot answer; for the others exit 1)",
     )
     hook.add_argument(
         "--sandbox",
@@ -59,7 +65,15 @@ def add_parser(sub: Subcommands) -> None:
 def run(args: argparse.Namespace) -> int:
     from gateway.handlers.command import run_hook
 
-    return run_hook(args.event, args.policy, args.remote, args.timeout, args.sandbox)
+    return run_hook(args.event, args.policy, args.remote, args.timeout, args.sandbox,
+                    build_trace=build_trace)
+
+
+def build_trace(home: Path, body: dict[str, Any], projects_root: Path | None) -> object:
+    """The trace of a session wired with local command hooks, at a turn's end."""
+    from gateway.server.local_trace import build
+
+    return build(home, body, projects_root=projects_root)
 
 
 class PlainHook(NamedTuple):

@@ -97,11 +97,15 @@ def _plain_hook(argv: Sequence[str]) -> tuple[str, int] | None:
     # collection would only rescan them (a few ms per call).
     gc.disable()
     try:
-        import gateway.handlers.decision  # noqa: F401  (what run_hook imports on its first call)
+        if plain.event == "pre-tool-use":  # what its run_hook imports on its first call
+            import gateway.handlers.decision  # noqa: F401
         from gateway.handlers.command import run_hook
     finally:
         gc.enable()
-    return plain.event, run_hook(plain.event, plain.policies, sandbox=plain.sandbox)
+    from gateway.cli.hook import build_trace
+
+    return plain.event, run_hook(plain.event, plain.policies, sandbox=plain.sandbox,
+                                 build_trace=build_trace)
 
 
 def _end_hook(status: int) -> NoReturn:

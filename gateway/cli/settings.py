@@ -6,10 +6,14 @@ import argparse
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from gateway.cli import values
 from gateway.cli.parser import Subcommands
 from gateway.errors import GatewayError
+
+if TYPE_CHECKING:
+    from gateway.server.claude_settings import ClaudeSettings
 
 PROG = "agent-gateway settings"
 ASK_TIMEOUT_S = 2.0
@@ -38,10 +42,17 @@ def run(args: argparse.Namespace) -> int:
             print(f"{PROG}: error: {exc}", file=sys.stderr)
             return exc.exit_code
         floor = mirrored_floor(policy)
-    with_token, asked = _with_token(args)
+    if args.url is None and not (args.command_hook and paths):
+        print(f"{PROG}: error: --url is required (without a gateway to ask: --command-hook "
+              "--policy PATH, for hooks that decide, archive and trace on this machine)",
+              file=sys.stderr)
+        return 2
+    with_token, asked = _with_token(args) if args.url is not None else (False, "")
     if args.command_hook:
         settings = command_hook_settings(args.url, static_denies=floor.denies,
-                                         with_token=with_token)
+                                         with_token=with_token, policy_paths=paths)
+        if args.url is None:
+            _export_settings_for_hooks(settings)
     elif args.managed:
         settings = managed_settings(args.url, static_denies=floor.denies, with_token=with_token)
     else:
@@ -82,6 +93,35 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+SECRET_OTEL = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+               "OTEL_EXPORTER_OTLP_LOGS_HEADERS", "OTEL_EXPORTER_OTLP_METRICS_HEADERS")
+
+
+def _export_settings_for_hooks(settings: ClaudeSettings) -> None:
+    """Local command hooks export what this environment's OTEL_* variables say: Claude Code
+    hands its hooks none of them, so they go into the settings' env under the names the
+    hooks read (gateway/env.py HOOK_OTEL_PREFIX). Headers may hold credentials: never
+    written."""
+    from gateway.env import HOOK_OTEL_PREFIX
+
+    given = {k: v for k, v in os.environ.items() if k.startswith("OTEL_")}
+    written = {HOOK_OTEL_PREFIX + k[len("OTEL_"):]: v for k, v in sorted(given.items())
+               if k not in SECRET_OTEL}
+    if written:
+        settings["env"] = {**settings.get("env", {}), **written}
+        print(f"{PROG}: the hooks export as this environment's OTEL_* variables say "
+              f"(written into env as {HOOK_OTEL_PREFIX}*)", file=sys.stderr)
+    else:
+        print(f"{PROG}: no OTEL_* variables here: the hooks' spans go to the local span "
+              "file (`agent-gateway trace show`); set OTEL_EXPORTER_OTLP_ENDPOINT before "
+              "running this to export them", file=sys.stderr)
+    for name in SECRET_OTEL:
+        if name in given:
+            print(f"{PROG}: {name} is not written (it may hold credentials): export "
+                  f"{HOOK_OTEL_PREFIX}{name[len('OTEL_'):]} in the sessions' environment",
+                  file=sys.stderr)
+
+
 def _with_token(args: argparse.Namespace) -> tuple[bool, str]:
     """Whether sessions send a token: as the flags say, else as the gateway says it runs;
     and what was learnt by asking it."""
@@ -118,8 +158,9 @@ def add_parser(sub: Subcommands) -> None:
         "stderr). Whether sessions send a token fits the gateway at --url (asked at "
         "GET /healthz), unless --token or --no-token says.",
     )
-    settings.add_argument("--url", required=True, type=values.http_url,
-                          help="the gateway's base URL (http:// or https://)")
+    settings.add_argument("--url", type=values.http_url,
+                          help="the gateway's base URL (http:// or https://); required "
+                          "unless --command-hook --policy")
     settings.add_argument(
         "--managed",
         action="store_true",
@@ -136,7 +177,9 @@ def add_parser(sub: Subcommands) -> None:
     settings.add_argument(
         "--command-hook",
         action="store_true",
-        help="use `agent-gateway hook pre-tool-use --remote URL` instead of http hooks",
+        help="command hooks for every event instead of http hooks: `agent-gateway hook EVENT "
+        "--remote URL`, or without --url `agent-gateway hook EVENT --policy PATH...`, which "
+        "decide, archive before compaction, record and trace on this machine",
     )
     token = settings.add_mutually_exclusive_group()
     token.add_argument(

@@ -1,10 +1,17 @@
-"""`agent-gateway hook EVENT`: the Claude Code command-hook process contract, for
-pre-tool-use and pre-compact, decided here or relayed to a gateway (`--remote`).
+"""`agent-gateway hook EVENT`: the Claude Code command-hook process contract, for every event
+the gateway needs (hookio/events.py GATEWAY_EVENTS), handled here or relayed to a gateway
+(`--remote`).
 
-stdout gets the hook output JSON and the exit status is 0; when no decision can be made
-(bad input, unreadable or invalid policy, internal error) the exit status is 2 with one line on
-stderr, which Claude Code treats as a block. Never 1: Claude Code reads 1 as "run the tool".
-The decision itself is the one every vantage point makes (handlers/decision.py).
+pre-tool-use and pre-compact: stdout gets the hook output JSON and the exit status is 0; when
+no decision can be made (bad input, unreadable or invalid policy, internal error) the exit
+status is 2 with one line on stderr, which Claude Code treats as a block. Never 1: Claude Code
+reads 1 as "run the tool". The decision itself is the one every vantage point makes
+(handlers/decision.py).
+
+The observed events never block (exit 2 at Stop would keep the agent going): what fails is
+said on stderr with exit 1, which Claude Code reports and goes on. Here, each is noted in the
+session's trace journal; at a turn's end Claude Code's own refusals of the turn are recorded
+(handlers/turn_end.py) and the trace is built (handlers/local_trace.py).
 
 Import cost matters (one process per tool call): this path loads only the compiled policy
 cache, the shell parser and the standard library; the OpenTelemetry SDK only when
@@ -15,10 +22,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
-from typing import IO, TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
 from gateway.errors import EXIT_BLOCK, EXIT_OK, one_line
+from gateway.hookio.events import BLOCKING_EVENTS, COMMAND_EVENTS, command_name
+
+BLOCKING = frozenset(command_name(e) for e in BLOCKING_EVENTS)
 
 if TYPE_CHECKING:
     from gateway.compaction import CompactionSettings
@@ -27,7 +38,8 @@ if TYPE_CHECKING:
     from gateway.handlers.trail import AuditExport
     from gateway.policy.compiled import Policy
 
-_EVENT_NAMES = {"pre-tool-use": "PreToolUse", "pre-compact": "PreCompact"}
+EXIT_NOT_RECORDED = 1
+"""An observed event that could not be handled: Claude Code says so and goes on."""
 
 
 HOOK_DEADLINE_S = 5.0
@@ -43,18 +55,24 @@ def run_hook(
     remote: str | None = None,
     timeout_s: float = 10.0,
     sandbox: str = "",
+    build_trace: TraceBuilder | None = None,
 ) -> int:
     """`policy_paths` empty: AGENT_GATEWAY_POLICY's, as `gateway.query` and `run` read it.
-    `sandbox`: the fingerprint of the OS sandbox the session's settings turned on."""
-    if not policy_paths:
-        from gateway.env import policy_paths_from_env
+    `sandbox`: the fingerprint of the OS sandbox the session's settings turned on;
+    `build_trace`: what builds the trace at a turn's end (none: the events are only noted)."""
+    from gateway.env import adopt_hook_otel_env, policy_paths_from_env
 
+    adopt_hook_otel_env()
+    if not policy_paths:
         policy_paths = policy_paths_from_env()
     if remote:
         return _relay(event, remote, timeout_s, sandbox)
     if event == "pre-tool-use":
         return run_pre_tool_use(policy_paths, sys.stdin.buffer, sys.stdout, sys.stderr,
                                 sandbox=sandbox)
+    if event != "pre-compact":
+        return run_observed(COMMAND_EVENTS[event], policy_paths, sys.stdin.buffer, sys.stderr,
+                            build_trace=build_trace)
     from gateway.handlers.compact import run_pre_compact_hook
 
     def load_settings() -> tuple[CompactionSettings, str]:
@@ -67,7 +85,8 @@ def run_hook(
         policy = load_policy(policy_paths)
         return policy.compaction_settings(), policy.bundle_hash
 
-    return run_pre_compact_hook(sys.stdin, sys.stdout, sys.stderr, load_settings)
+    return run_pre_compact_hook(sys.stdin, sys.stdout, sys.stderr, load_settings,
+                                observe=_note_compaction)
 
 
 def _relay(event: str, remote: str, timeout_s: float, sandbox: str) -> int:
@@ -77,8 +96,9 @@ def _relay(event: str, remote: str, timeout_s: float, sandbox: str) -> int:
     from gateway.handlers.remote import relay
 
     def ask() -> int:
-        return relay(_EVENT_NAMES[event], remote, sys.stdin.buffer, sys.stdout, sys.stderr,
-                     timeout_s=timeout_s, sandbox=sandbox)
+        return relay(COMMAND_EVENTS[event], remote, sys.stdin.buffer, sys.stdout, sys.stderr,
+                     timeout_s=timeout_s, sandbox=sandbox,
+                     failed=EXIT_BLOCK if event in BLOCKING else EXIT_NOT_RECORDED)
 
     if event != "pre-tool-use":
         return ask()
@@ -126,11 +146,134 @@ def run_pre_tool_use(
             import logging
 
             logging.getLogger("gateway.handlers").exception("audit record not exported")
+    _note_decision(got.raw, answer)
     if answer.failure:
         return _block(stderr, answer.failure)
     stdout.write(json.dumps(answer.output) + "\n")
     stdout.flush()
     return EXIT_OK
+
+
+def _note_decision(raw: bytes | str | None, answer: PreToolUseAnswer) -> None:
+    """The decision into the session's trace journal, when it keeps one (after the record:
+    the trace is a copy, and never changes or delays the decision's own)."""
+    if raw is None:
+        return
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        return  # the decision said why (a deny, or exit 2)
+    if not isinstance(body, dict):
+        return
+    try:
+        from gateway.env import gateway_home
+        from gateway.handlers.trace_journal import note
+        from gateway.telemetry.fact_state import decision_json
+
+        note(gateway_home(), "PreToolUse", body,
+             extra={"decision": decision_json(answer.decision)})
+    except OSError as exc:
+        import logging
+
+        logging.getLogger("gateway.telemetry").warning("decision not traced: %s", exc)
+
+
+def _note_compaction(body: dict[str, object], start_ns: int, archive_id: str, error: str
+                     ) -> None:
+    from gateway.env import gateway_home
+    from gateway.handlers.trace_journal import note
+
+    try:
+        note(gateway_home(), "PreCompact", body, at_ns=start_ns,
+             extra={"archive_id": archive_id, "error": error})
+    except OSError as exc:
+        import logging
+
+        logging.getLogger("gateway.telemetry").warning("compaction not traced: %s", exc)
+
+
+TRACE_BUILT_AT = ("Stop", "StopFailure", "SessionEnd")
+TraceBuilder = Callable[[Path, dict[str, Any], "Path | None"], object]
+"""Builds a session's trace from its journal (server/local_trace.py build): (gateway home,
+hook input, Claude projects root)."""
+
+
+def run_observed(event: str, policy_paths: Sequence[str], stdin: IO[bytes], stderr: IO[str],
+                 *, build_trace: TraceBuilder | None = None,
+                 projects_root: Path | None = None) -> int:
+    """An observed event: noted in the session's journal; at a turn's end, Claude Code's
+    refusals recorded and the trace built. Exit 0, or 1 with one line saying what failed."""
+    try:
+        body = json.loads(stdin.read())
+    except (ValueError, RecursionError, OSError) as exc:
+        return _not_recorded(stderr, f"{event} input is not JSON: {one_line(exc)}")
+    if not isinstance(body, dict):
+        return _not_recorded(stderr, f"{event} input is not a JSON object")
+    from gateway.env import gateway_home
+    from gateway.handlers.trace_journal import note
+
+    home = gateway_home()
+    failures = []
+    try:
+        note(home, event, body)
+    except OSError as exc:
+        failures.append(f"not traced: {one_line(exc)}")
+    if event in ("Stop", "StopFailure"):
+        failure = _record_refusals(body, policy_paths, home, projects_root)
+        if failure:
+            failures.append(failure)
+    if build_trace is not None and event in TRACE_BUILT_AT:
+        try:
+            build_trace(home, body, projects_root)
+        except Exception as exc:  # tracing never fails the turn
+            failures.append(f"trace not built: {one_line(exc, typed=True)}")
+    if failures:
+        return _not_recorded(stderr, f"{event}: {'; '.join(failures)}")
+    return EXIT_OK
+
+
+def _record_refusals(body: dict[str, object], policy_paths: Sequence[str], home: Path,
+                     projects_root: Path | None) -> str:
+    """Claude Code's refusals of the turn into the audit log; what failed, or ""."""
+    from gateway.env import hook_log_export_requested
+    from gateway.handlers.trace_journal import journal_dir, session_key
+    from gateway.handlers.turn_end import RecordedRefusals, append_refusal, record_turn_refusals
+    from gateway.types import ToolCall
+
+    try:
+        policy = cached_policy(policy_paths) if policy_paths else None
+    except Exception as exc:  # recorded all the same, with the built-in redaction
+        policy = None
+        failure = f"the policy does not load ({one_line(exc)}); refusals recorded without it"
+    else:
+        failure = ""
+    try:
+        trail = hook_export() if hook_log_export_requested() else None
+    except Exception as exc:  # the records are written; their copy is what fails
+        trail = None
+        failure = f"{failure}; " if failure else ""
+        failure += f"refusals not exported: {one_line(exc)}"
+
+    class _Recorder:
+        def record_refusal(self, call: ToolCall, reason: str, tenant: str = "") -> object:
+            record = append_refusal(call, reason, policy, tenant=tenant)
+            if trail is not None:
+                trail.decision(record)
+            return record
+
+    session = body.get("session_id")
+    seen = RecordedRefusals(path=journal_dir(home) / f"{session_key(session)}.refused"
+                            ) if isinstance(session, str) else RecordedRefusals()
+    record_turn_refusals(_Recorder(), body, seen, projects_root=projects_root)
+    if trail is not None:
+        trail.shutdown()
+    return failure
+
+
+def _not_recorded(stderr: IO[str], line: str) -> int:
+    stderr.write("agent-gateway: " + " ".join(line.split()) + "\n")
+    stderr.flush()
+    return EXIT_NOT_RECORDED
 
 
 class _Progress:

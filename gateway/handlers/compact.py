@@ -8,13 +8,15 @@ boto3 only for the S3 store.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from gateway.env import hook_log_export_requested
 from gateway.errors import EXIT_BLOCK, EXIT_OK, GatewayError, one_line
@@ -175,10 +177,16 @@ def _answer(outcome: CompactOutcome, required: bool) -> PreCompactAnswer:
         return PreCompactAnswer(blocked, render_block(blocked.block_reason))
 
 
+CompactionSeen = Callable[[dict[str, Any], int, str, str], None]
+"""Told of a compaction the hook answered: (hook input, start ns, archive id, error)."""
+
+
 def run_pre_compact_hook(
-    stdin: IO[str] | IO[bytes], stdout: IO[str], stderr: IO[str], settings_loader: SettingsLoader
+    stdin: IO[str] | IO[bytes], stdout: IO[str], stderr: IO[str], settings_loader: SettingsLoader,
+    observe: CompactionSeen | None = None,
 ) -> int:
     """The command hook: exit 0 with JSON on stdout, or exit 2 with one stderr line to block."""
+    started = time.time_ns()
     with _captured_logs() as logged:
         try:
             raw = stdin.read()
@@ -187,6 +195,11 @@ def run_pre_compact_hook(
             logged.append(f"ERROR: hook input not read: {one_line(exc)}")
         trail = _hook_trail() if hook_log_export_requested() else None
         answer = answer_pre_compact(raw, settings_loader, trail=trail)
+        if observe is not None and not answer.outcome.blocked:
+            with contextlib.suppress(ValueError, RecursionError):
+                body = json.loads(raw) if raw else None
+                if isinstance(body, dict):
+                    observe(body, started, answer.outcome.archive_id, answer.outcome.error)
         if trail is not None:
             try:
                 trail.shutdown()  # bounded: the record is sent before the process exits

@@ -24,7 +24,7 @@ from gateway.handlers.decision import (
 )
 from gateway.hookio.parse import RawInput
 from gateway.policy.reload import PolicyFiles, PolicyHolder
-from gateway.types import FLOOR_RULE, Decision, ToolCall
+from gateway.types import ToolCall
 
 if TYPE_CHECKING:
     from gateway.audit.record import AuditRecord
@@ -104,18 +104,9 @@ class Engine:
         """A deny made by Claude Code's own permission rules, which no hook saw
         (runner/floor_refusals.py, handlers/turn_end.py), recorded like the gateway's own and
         sent off host; `tenant`: the caller behind `serve`."""
-        from gateway.audit.log import append_decision
-        from gateway.audit.record import policy_redactor
+        from gateway.handlers.turn_end import append_refusal
 
-        policy = self.policy
-        decision = Decision("deny", FLOOR_RULE, reason,
-                            policy_hash=policy.bundle_hash if policy is not None else "",
-                            enforced_by="claude-code",
-                            self_protection=policy.self_protection if policy is not None else True)
-        record = append_decision(
-            call, decision, self._audit_log,
-            redactor=policy_redactor(policy.compaction) if policy is not None else None,
-            extra={"tenant": tenant} if tenant else None)
+        record = append_refusal(call, reason, self.policy, self._audit_log, tenant)
         self.export_decision(record)
         return record
 

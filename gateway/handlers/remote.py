@@ -25,7 +25,10 @@ def relay(
     *,
     timeout_s: float = 10.0,
     sandbox: str = "",
+    failed: int = EXIT_BLOCK,
 ) -> int:
+    """`failed`: the exit status when the gateway cannot answer (an observed event's is 1, which
+    Claude Code reports and goes on from: 2 at Stop would keep the agent going)."""
     body = stdin.read()
     query = f"?{urllib.parse.urlencode({'sandbox': sandbox})}" if sandbox else ""
     request = urllib.request.Request(
@@ -41,18 +44,19 @@ def relay(
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
             answer = json.loads(response.read())
     except urllib.error.HTTPError as exc:
-        return _block(stderr, f"gateway answered HTTP {exc.code} for {event}")
+        return _fail(stderr, f"gateway answered HTTP {exc.code} for {event}", failed)
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        return _block(stderr, f"gateway unreachable for {event}: {reason}")
+        return _fail(stderr, f"gateway unreachable for {event}: {reason}", failed)
     except ValueError:
-        return _block(stderr, f"gateway answered invalid JSON for {event}")
+        return _fail(stderr, f"gateway answered invalid JSON for {event}", failed)
     if not isinstance(answer, dict):
-        return _block(stderr, f"gateway answered a non-object for {event}")
+        return _fail(stderr, f"gateway answered a non-object for {event}", failed)
     stdout.write(json.dumps(answer) + "\n")
     return EXIT_OK
 
 
-def _block(stderr: IO[str], message: str) -> int:
-    stderr.write(f"agent-gateway: blocked: {' '.join(message.split())}\n")
-    return EXIT_BLOCK
+def _fail(stderr: IO[str], message: str, status: int) -> int:
+    what = "blocked" if status == EXIT_BLOCK else "not recorded"
+    stderr.write(f"agent-gateway: {what}: {' '.join(message.split())}\n")
+    return status

@@ -1,10 +1,9 @@
 """At the end of a turn (Stop), Claude Code's own refusals of that turn go on record.
 
 A call Claude Code's permission floor refuses never reaches a hook (audit/floor_scan.py). Behind
-`serve` the Stop hook is the first word the gateway gets after such a turn (command hooks do not
-wire Stop yet):
-it reads the session's transcript (and its subagents'), confined to the Claude projects root as
-the archive reads it, and records each refusal of the turn as a deny by Claude Code. `run`
+`serve` and with command hooks the Stop hook is the first word the gateway gets after such a
+turn: it reads the session's transcript (and its subagents'), confined to the Claude projects
+root as the archive reads it, and records each refusal of the turn as a deny by Claude Code. `run`
 reads the same refusals from its stream instead (runner/floor_refusals.py).
 
 A Stop hook that blocks the stop makes Claude Code fire Stop again for the same prompt: the
@@ -13,15 +12,19 @@ refusals already recorded by this process are remembered (bounded) and not recor
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.audit.floor_scan import FloorRefusal, refusals_in
 from gateway.errors import GatewayError
-from gateway.types import ToolCall
+from gateway.types import FLOOR_RULE, Decision, ToolCall
+
+if TYPE_CHECKING:
+    from gateway.audit.record import AuditRecord
+    from gateway.policy import Policy
 
 
 class RefusalRecorder(Protocol):
@@ -41,18 +44,45 @@ recorded, and the log says so)."""
 class RecordedRefusals:
     """The refusals this process recorded, oldest forgotten first."""
 
-    def __init__(self, capacity: int = REMEMBERED) -> None:
+    def __init__(self, capacity: int = REMEMBERED, path: Path | None = None) -> None:
+        """`path`: the ids are also kept in this file, for processes that live one turn (the
+        command hook); one session's, so only tool_use ids are written."""
         self._capacity = capacity
         self._seen: dict[tuple[str, str, str], None] = {}
+        self._path = path
+        self._from_file: set[str] = set()
+        if path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self._from_file = set(path.read_text(encoding="utf-8").split())
 
     def first_time(self, tenant: str, session_id: str, tool_use_id: str) -> bool:
         key = (tenant, session_id, tool_use_id)
-        if key in self._seen:
+        if key in self._seen or tool_use_id in self._from_file:
             return False
         self._seen[key] = None
         if len(self._seen) > self._capacity:
             del self._seen[next(iter(self._seen))]
+        if self._path is not None and tool_use_id.isprintable() and " " not in tool_use_id:
+            self._path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with self._path.open("a", encoding="utf-8") as f:
+                f.write(tool_use_id + "\n")
         return True
+
+
+def append_refusal(call: ToolCall, reason: str, policy: Policy | None,
+                   audit_log: Path | None = None, tenant: str = "") -> AuditRecord:
+    """The audit record of a deny by Claude Code's own permission rules, appended."""
+    from gateway.audit.log import append_decision
+    from gateway.audit.record import policy_redactor
+
+    decision = Decision("deny", FLOOR_RULE, reason,
+                        policy_hash=policy.bundle_hash if policy is not None else "",
+                        enforced_by="claude-code",
+                        self_protection=policy.self_protection if policy is not None else True)
+    return append_decision(
+        call, decision, audit_log,
+        redactor=policy_redactor(policy.compaction) if policy is not None else None,
+        extra={"tenant": tenant} if tenant else None)
 
 
 def record_turn_refusals(
@@ -94,18 +124,11 @@ def record_turn_refusals(
 
 def _read(transcript: Path, session_id: str, projects_root: Path | None,
           prompt_id: str) -> list[FloorRefusal]:
-    from gateway.archive.capture import open_confined, session_files
+    from gateway.archive.capture import session_transcripts
     from gateway.env import claude_projects_root
 
     root = projects_root if projects_root is not None else claude_projects_root()
     found: list[FloorRefusal] = []
-    for file in session_files(transcript, root, session_id):
-        if file.role not in ("transcript", "subagents") or not file.rel_path.endswith(".jsonl"):
-            continue
-        with open_confined(file.real_path) as handle:
-            if os.fstat(handle.fileno()).st_size > MAX_TRANSCRIPT_BYTES:
-                log.error("%s is over %d bytes: its refusals by Claude Code are not read",
-                          file.real_path, MAX_TRANSCRIPT_BYTES)
-                continue
-            found.extend(refusals_in(handle, prompt_id))
+    for handle in session_transcripts(transcript, root, session_id, MAX_TRANSCRIPT_BYTES):
+        found.extend(refusals_in(handle, prompt_id))
     return found

@@ -48,6 +48,33 @@ HOOK_EVENTS: tuple[str, ...] = (
     "PreSkillShellCommand",
 )
 
+BLOCKING_EVENTS = ("PreToolUse", "PreCompact")
+"""Events whose failure must stop the agent: a tool call, a compaction without archive."""
+OBSERVING_EVENTS = (
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostCompact",
+    "SessionStart",
+    "SessionEnd",
+    "SubagentStart",
+    "SubagentStop",
+    "Stop",
+    "StopFailure",
+    "UserPromptSubmit",
+)
+"""Events the trace is built from: tool ends, subagents, compactions, the prompt loop."""
+GATEWAY_EVENTS = (*BLOCKING_EVENTS, *OBSERVING_EVENTS)
+"""Every event a session's settings wire to the gateway."""
+
+
+def command_name(event: str) -> str:
+    """`PreToolUse` -> `pre-tool-use`: the event as `agent-gateway hook` is told it."""
+    return "".join(f"-{c.lower()}" if c.isupper() else c for c in event).lstrip("-")
+
+
+COMMAND_EVENTS = {command_name(event): event for event in GATEWAY_EVENTS}
+"""`agent-gateway hook`'s event names and the events they are."""
+
 _KNOWN = frozenset(HOOK_EVENTS)
 _BY_FOLDED = {name.casefold(): name for name in HOOK_EVENTS}
 

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
 
 from gateway.env import TOKEN_ENV
+from gateway.hookio.events import BLOCKING_EVENTS, GATEWAY_EVENTS, command_name
 
 if TYPE_CHECKING:
     from gateway.policy import Policy
@@ -71,21 +72,7 @@ class ClaudeSettings(TypedDict):
     apiKeyHelper: NotRequired[str]
 
 
-BLOCKING_EVENTS = ("PreToolUse", "PreCompact")
-"""Events whose failure must stop the agent: a tool call, a compaction without archive."""
-OBSERVING_EVENTS = (
-    "PostToolUse",
-    "PostToolUseFailure",
-    "PostCompact",
-    "SessionStart",
-    "SessionEnd",
-    "SubagentStart",
-    "SubagentStop",
-    "Stop",
-    "StopFailure",
-    "UserPromptSubmit",
-)
-"""Events the trace is built from: tool ends, subagents, compactions, the prompt loop."""
+
 
 
 def gateway_settings(
@@ -100,7 +87,7 @@ def gateway_settings(
     """Settings JSON (for --settings, .claude/settings.json or a managed drop-in)."""
     base = url.rstrip("/")
     hooks: dict[str, list[HookMatcher]] = {}
-    for event in (*BLOCKING_EVENTS, *OBSERVING_EVENTS):
+    for event in GATEWAY_EVENTS:
         handler: HookHandler = {
             "type": "http",
             "url": f"{base}/hooks/{event}",
@@ -135,30 +122,55 @@ within handlers/command.py's HOOK_DEADLINE_S plus a grace to record a deny; a re
 --timeout plus a margin)."""
 
 
-def command_hook_handler(command: str) -> HookHandler:
-    """A PreToolUse command hook handler: its timeout set, and `onFailure: block`, because
-    measured on Claude Code 2.1.332 a command hook that overran its timeout or was killed let
-    the tool run ("A hook didn't answer in time, so it didn't check this action"); with it,
-    both block."""
-    return {"type": "command", "command": command, "timeout": COMMAND_HOOK_TIMEOUT_S,
-            "onFailure": "block"}
+def command_hook_handler(command: str, event: str = "PreToolUse") -> HookHandler:
+    """A command hook handler: its timeout set, and for the blocking events `onFailure:
+    block`, because measured on Claude Code 2.1.332 a command hook that overran its timeout or
+    was killed let the tool run ("A hook didn't answer in time, so it didn't check this
+    action"); with it, both block."""
+    handler: HookHandler = {"type": "command", "command": command,
+                            "timeout": COMPACT_TIMEOUT_S if event == "PreCompact"
+                            else COMMAND_HOOK_TIMEOUT_S}
+    if event in BLOCKING_EVENTS:
+        handler["onFailure"] = "block"
+    return handler
+
+
+COMPACT_TIMEOUT_S = 300
+"""A PreCompact hook's `timeout`: the archive of a long transcript is written within it."""
 
 
 def command_hook_settings(
-    url: str, *, static_denies: Sequence[str] = (), gateway_command: str = "agent-gateway",
-    with_token: bool = True,
+    url: str | None, *, static_denies: Sequence[str] = (), gateway_command: str = "agent-gateway",
+    with_token: bool = True, policy_paths: Sequence[str] = (),
 ) -> ClaudeSettings:
-    """The command-hook form: `agent-gateway hook pre-tool-use --remote URL`, which exits 2
-    (blocks) whenever the gateway cannot answer."""
-    base = url.rstrip("/")
-    command = f"{gateway_command} hook pre-tool-use --remote {base}"
+    """The command-hook form, for every event the gateway needs. With `url`: each relays to
+    that gateway (`agent-gateway hook EVENT --remote URL`: a PreToolUse or PreCompact it cannot
+    answer exits 2, a block) and the model's requests go through its proxy. Without: each
+    decides, archives, records and traces on this machine (`agent-gateway hook EVENT --policy
+    P...`, handlers/command.py)."""
+    import shlex
+
+    if url is not None:
+        tail = f" --remote {shlex.quote(url.rstrip('/'))}"
+    else:
+        tail = "".join(f" --policy {shlex.quote(p)}" for p in policy_paths)
+    hooks: dict[str, list[HookMatcher]] = {}
+    for event in GATEWAY_EVENTS:
+        handler = command_hook_handler(f"{gateway_command} hook {command_name(event)}{tail}",
+                                       event)
+        entry: HookMatcher = {"hooks": [handler]}
+        if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
+            entry = {"matcher": "*", "hooks": [handler]}
+        hooks[event] = [entry]
     settings: ClaudeSettings = {
-        "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [command_hook_handler(command)]}]},
+        "hooks": hooks,
         "permissions": {"deny": list(dict.fromkeys(static_denies))},
-        "env": {"ANTHROPIC_BASE_URL": base, "CLAUDE_CODE_MAX_RETRIES": MAX_RETRIES},
     }
-    if with_token:
-        settings["apiKeyHelper"] = API_KEY_HELPER
+    if url is not None:
+        settings["env"] = {"ANTHROPIC_BASE_URL": url.rstrip("/"),
+                           "CLAUDE_CODE_MAX_RETRIES": MAX_RETRIES}
+        if with_token:
+            settings["apiKeyHelper"] = API_KEY_HELPER
     return settings
 
 

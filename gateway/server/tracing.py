@@ -73,8 +73,13 @@ class ServerTracer:
         clock: Callable[[], int] = time.time_ns,
         state: TraceState | None = None,
         idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+        inline: bool = False,
     ) -> None:
+        """`inline`: each event is handled on the caller's thread, at `clock()` (a replay of
+        recorded events, handlers/local_trace.py), and a tool whose response is not known yet
+        waits for it instead of being retried later."""
         self._sink = sink
+        self._inline = inline
         self._prices = prices
         self._content = content or ContentPolicy()
         self._clock = clock
@@ -82,7 +87,8 @@ class ServerTracer:
         self.idle_timeout_s = idle_timeout_s
         self._worker = TraceWorker(self._sweep, self._sweep_every)
         self._facts = TraceFacts(
-            self._state, self._content, tree=self._tree, export=self._export, retry=self._retry
+            self._state, self._content, tree=self._tree, export=self._export,
+            retry=None if inline else self._retry,
         )
 
     @property
@@ -92,7 +98,9 @@ class ServerTracer:
 
     # --- the worker ---------------------------------------------------------------------
     def _submit(self, fn: Callable[..., None], *args: Any) -> None:
-        if not self._worker.closed:
+        if self._inline:
+            fn(*args, self._clock())
+        elif not self._worker.closed:
             at = self._clock()
             self._worker.submit(lambda: fn(*args, at))
 

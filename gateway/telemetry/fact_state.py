@@ -26,6 +26,7 @@ CLOSED_KEEP_S = 600
 under a new root); Redis keeps every session TTL_S."""
 
 
+
 class TraceState(Protocol):
     location: str
 
@@ -116,6 +117,17 @@ class MemoryTraceState:
         with self._lock:
             self._active.pop(session, None)
             self._closed[session] = self._clock()
+
+    def session_fields(self, session: str) -> dict[str, str]:
+        """What is kept of `session` (for `restore`)."""
+        with self._lock:
+            return dict(self._data.get(session, {}))
+
+    def restore(self, session: str, fields: Mapping[str, str]) -> None:
+        """`session` as `session_fields` gave it (a store kept in a file between processes)."""
+        with self._lock:
+            self._data[session] = dict(fields)
+            self._seen[session] = self._clock()
 
     def _expire(self) -> None:
         """Every 1,024 writes: drop sessions closed a while ago, or silent for TTL_S."""

@@ -58,7 +58,7 @@ CASES: list[tuple[str, ...]] = [
     # hook
     ("hook", "pre-tool-use", "--remote", "localhost:8787"),
     ("hook", "pre-tool-use", "--remote", "http://gw", "--timeout", "0"),
-    ("hook", "post-tool-use"),
+    ("hook", "post-tool-batch"),
     # scripted-api
     ("scripted-api", "--scenario", "/no/such.yaml"),
     ("scripted-api", "--scenario", POLICY, "--port", "70000"),

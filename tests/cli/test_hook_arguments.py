@@ -29,7 +29,7 @@ def test_the_settings_form_is_read_directly(argv: list[str],
 
 
 @pytest.mark.parametrize("argv", [
-    [], ["post-tool-use"], ["pre-tool-use", "--policy"], ["pre-tool-use", "--policy=a.yaml"],
+    [], ["post-tool-batch"], ["pre-tool-use", "--policy"], ["pre-tool-use", "--policy=a.yaml"],
     ["pre-tool-use", "--policy", "a.yaml", "--remote", "http://127.0.0.1:1"],
     ["pre-tool-use", "--help"], ["pre-tool-use", "--policy", "--help"],
     ["pre-tool-use", "--policy", ""], ["pre-tool-use", "--policy", "a", "--timeout", "1"],

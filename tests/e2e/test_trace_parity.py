@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -387,6 +389,42 @@ def test_two_replicas_behind_a_round_robin_give_the_same_tree(
     assert {s["resource"]["replica"] for s in served} == {"a", "b"}
     assert_same_tree(wrapped, served)
     check_details(name, served)
+
+
+def run_local(sandbox: Sandbox, receiver: OtlpReceiver, policy: str, prompt: str, *args: str
+              ) -> RunOutcome:
+    """A bare `claude -p` wired by `agent-gateway settings --command-hook --policy P`: no
+    gateway process, every hook a command of this checkout."""
+    command = subprocess.run(
+        [sys.executable, "-m", "gateway", "settings", "--command-hook", "--policy", policy],
+        capture_output=True, text=True, check=True, env=sandbox.env(**otlp(receiver)))
+    settings = json.loads(command.stdout.replace(
+        '"agent-gateway hook', f'"{shlex.quote(sys.executable)} -m gateway hook'))
+    # Claude Code hands its hooks no OTEL_* variable: the settings carry them.
+    assert settings["env"]["AGENT_GATEWAY_OTEL_EXPORTER_OTLP_ENDPOINT"] == receiver.endpoint
+    out = claude_run(sandbox, prompt, "--settings", json.dumps(settings), *args)
+    assert out.results, out.stderr[-3000:]
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(SESSIONS))
+def test_run_and_local_command_hooks_give_the_same_tree(
+    name: str, sandbox: Sandbox, scripted: Scripted, receiver: OtlpReceiver, policy: str
+) -> None:
+    """No proxy sees the model's responses: the hooks read them from the transcripts."""
+    scenario, prompt, args, claude_args = SESSIONS[name]
+    scripted(scenario)
+    wrapped_out = run_wrapped(sandbox, receiver, policy, prompt, *args)
+    wrapped = trace_of(receiver.wait_for(lambda s: True, timeout=1), wrapped_out.session_id)
+    scripted(scenario)
+    local_out = run_local(sandbox, receiver, policy, prompt, *claude_args)
+    assert local_out.result["subtype"] == wrapped_out.result["subtype"]
+    local = wait_complete(receiver, local_out.session_id, len(wrapped))
+    assert_same_tree(wrapped, local)
+    check_details(name, local)
+    # OTLP was asked for: no local span file (the default without an exporter)
+    assert not (sandbox.gateway_home / "spans" / "spans.jsonl").exists()
+    assert not list((sandbox.gateway_home / "trace-journal").glob("*.jsonl"))  # SessionEnd
 
 
 def test_compaction_gives_the_same_tree_with_its_model_call(

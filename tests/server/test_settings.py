@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,51 @@ def test_without_the_key_no_sandbox_is_written(tmp_path: Path,
     printed = json.loads(capsys.readouterr().out)
     assert "sandbox" not in printed
     assert printed["hooks"]["PreToolUse"][0]["hooks"][0]["url"].endswith("/hooks/PreToolUse")
+
+
+def _settings(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as done:
+        main(["settings", *args])
+    captured = capsys.readouterr()
+    return int(done.value.code or 0), captured.out, captured.err
+
+
+def test_command_hooks_are_written_for_every_event_the_gateway_needs(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Relayed: a blocking event the gateway cannot answer blocks; an observed one does not
+    (exit 2 at Stop would keep the agent going)."""
+    code, out, _ = _settings(capsys, "--url", "http://gw:8787", "--command-hook", "--token")
+    assert code == 0
+    hooks = json.loads(out)["hooks"]
+    assert set(hooks) == {"PreToolUse", "PreCompact", "PostToolUse", "PostToolUseFailure",
+                          "PostCompact", "SessionStart", "SessionEnd", "SubagentStart",
+                          "SubagentStop", "Stop", "StopFailure", "UserPromptSubmit"}
+    for event, (matcher,) in hooks.items():
+        (handler,) = matcher["hooks"]
+        assert handler["command"].endswith(" --remote http://gw:8787"), handler
+        assert ("onFailure" in handler) is (event in ("PreToolUse", "PreCompact")), event
+    assert hooks["Stop"][0]["hooks"][0]["command"].startswith("agent-gateway hook stop ")
+
+
+def test_local_command_hooks_need_a_policy_and_take_the_export_settings_along(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    code, out, err = _settings(capsys, "--command-hook")
+    assert code == 2 and not out and err.count("\n") == 1 and "--policy" in err
+    policy = tmp_path / "my org.yaml"
+    policy.write_text("version: 1\npermissions:\n  deny: ['Read(**/.env)']\n")
+    for name in [k for k in os.environ if k.startswith("OTEL_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer s3cret")
+    code, out, err = _settings(capsys, "--command-hook", "--policy", str(policy))
+    assert code == 0, err
+    settings = json.loads(out)
+    command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+    assert command == f"agent-gateway hook stop --policy '{policy}'"  # quoted for the shell
+    assert settings["env"] == {
+        "AGENT_GATEWAY_OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}
+    assert "s3cret" not in out and "OTEL_EXPORTER_OTLP_HEADERS is not written" in err
+    assert "Read(**/.env)" in settings["permissions"]["deny"]  # the floor, as ever
+    assert "apiKeyHelper" not in settings
