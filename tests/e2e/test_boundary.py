@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -189,6 +190,27 @@ def test_a_settings_wired_session_leaves_nothing_to_take(sandbox: Sandbox,
         out = claude_run(sandbox, "look around", "--settings", json.dumps(settings),
                          "--allowedTools", "Bash,Read,Grep,Glob",
                          env=sandbox.env(**ENV_MARKERS))
+    assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-2000:])
+    _check(out, server)
+    _check_refusals_recorded(out, sandbox)
+
+
+def test_a_session_wired_with_local_command_hooks_leaves_nothing_to_take(
+        sandbox: Sandbox, scripted: Scripted) -> None:
+    """No gateway process: `settings --command-hook --policy P` hooks decide and record on
+    the machine, Claude Code's floor and OS sandbox hold the rest."""
+    policy = _prepare(sandbox)
+    policy.write_text(POLICY.replace('"DEPLOY_*"', "DEPLOY_KEY"))
+    server = scripted(_scenario(sandbox.home))
+    printed = subprocess.run(
+        [sys.executable, "-m", "gateway", "settings", "--command-hook", "--policy", str(policy)],
+        capture_output=True, text=True, check=True,
+        env={k: v for k, v in sandbox.env().items() if not k.startswith("OTEL_")})
+    settings = printed.stdout.replace(
+        '"agent-gateway hook', f'"{shlex.quote(sys.executable)} -m gateway hook')
+    assert json.loads(settings)["sandbox"]["enabled"]
+    out = claude_run(sandbox, "look around", "--settings", settings,
+                     "--allowedTools", "Bash,Read,Grep,Glob", env=sandbox.env(**ENV_MARKERS))
     assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-2000:])
     _check(out, server)
     _check_refusals_recorded(out, sandbox)
