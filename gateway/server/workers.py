@@ -345,7 +345,7 @@ class WorkerPool:
 
 def start_forkserver(env: Mapping[str, str], preload: Sequence[str]) -> None:
     """Start multiprocessing's forkserver (and its resource tracker) now, with `env` as their
-    environment, what /proc/<pid>/environ shows of them and of every worker forked from it
+    environment (and only the installed code on their sys.path), what /proc/<pid>/environ shows of them and of every worker forked from it
     (a worker is given its environment with its WorkerInit). Swaps this process's environment
     for the moment: call it while the process has a single thread."""
     import multiprocessing.forkserver
@@ -353,7 +353,10 @@ def start_forkserver(env: Mapping[str, str], preload: Sequence[str]) -> None:
     multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))
     saved = dict(os.environ)
     os.environ.clear()
-    os.environ.update(env)
+    # Both start as `python -c ...`, which puts the current directory first on sys.path:
+    # started in an untrusted checkout they would import its `gateway` package (or a
+    # `multiprocessing` posing as the standard one). PYTHONSAFEPATH leaves it out.
+    os.environ.update({**env, "PYTHONSAFEPATH": "1"})
     try:
         multiprocessing.forkserver.ensure_running()
     finally:
