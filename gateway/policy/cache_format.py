@@ -31,7 +31,7 @@ from gateway.policy.compiled import (
 from gateway.policy.domains import DomainPattern
 from gateway.policy.paths import PathPattern
 
-FORMAT = "policy-cache-9"
+FORMAT = "policy-cache-10"
 Data = dict[str, Any]
 T = TypeVar("T")
 

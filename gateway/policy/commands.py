@@ -31,10 +31,9 @@ def policy_check(paths: Sequence[str], *, out: TextIO | None = None,
     nothing, a note (file:line) for every rule Claude Code reads with another meaning."""
     from gateway.policy.boundary_notes import COMMAND_RULES_NOTE, boundary_notes
     from gateway.policy.cache import read_files
-    from gateway.policy.loader import compile_bundle, validate
+    from gateway.policy.loader import compile_bundle, parse_file
     from gateway.policy.parity import differences
     from gateway.policy.tool_names import tool_errors
-    from gateway.policy.yamlsrc import load_source
 
     out, err = out or sys.stdout, err or sys.stderr
     if (unusable := _unreadable(paths)) is not None:
@@ -42,16 +41,15 @@ def policy_check(paths: Sequence[str], *, out: TextIO | None = None,
         return 2
     try:
         bundle = read_files(paths)
+        files = [parse_file(path, data) for path, data in bundle]
+        errors = tool_errors(files)  # all of them, where loading stops at the first
+        for error in errors:
+            print(error, file=err)
+        if errors:
+            return 1
         policy = compile_bundle(bundle)
-        sources = [load_source(path, data.decode("utf-8")) for path, data in bundle]
-        files = [(source, validate(source)) for source in sources]
     except GatewayError as exc:
         print(exc, file=err)
-        return 1
-    errors = tool_errors(files)
-    for error in errors:
-        print(error, file=err)
-    if errors:
         return 1
     notes = differences(files)
     for note in notes:

@@ -21,6 +21,7 @@ from gateway.policy.layering import (
 from gateway.policy.model import PolicyFile
 from gateway.policy.protected import protected_paths
 from gateway.policy.sandbox import sandbox_fingerprint
+from gateway.policy.tool_names import tool_problems
 from gateway.policy.yamlsrc import Source, load_source
 
 
@@ -32,6 +33,8 @@ def compile_bundle(bundle: Sequence[tuple[str, bytes]], protected: Protected | N
                    ) -> Policy:
     """`protected`: what the built-in rules guard (default: read from this host)."""
     files = [parse_file(path, data) for path, data in bundle]
+    for problem in tool_problems(files):
+        raise problem
     check_conflicts(files)
     layers = tuple(build_layer(source, spec) for source, spec in files)
     guarded = files[0][1].self_protection if files else True

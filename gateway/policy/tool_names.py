@@ -12,6 +12,7 @@ from importlib import resources
 
 import yaml
 
+from gateway.errors import PolicyError
 from gateway.policy.model import PolicyFile
 from gateway.policy.rulestring import rule_tool
 from gateway.policy.yamlsrc import Loc, Source
@@ -37,17 +38,23 @@ def unknown_tool(name: str, declared: frozenset[str] = frozenset()) -> str | Non
             "(declare an SDK app's own tools under tools:)")
 
 
-def tool_errors(files: Sequence[tuple[Source, PolicyFile]]) -> list[str]:
-    """`file:line: error: ...` for every rule naming a tool Claude Code does not have and no
-    file of the bundle declares."""
+def tool_problems(files: Sequence[tuple[Source, PolicyFile]]) -> list[PolicyError]:
+    """One error (at its file:line) for every rule naming a tool Claude Code does not have
+    and no file of the bundle declares: such a rule would silently never apply, so no
+    policy holding one is loaded."""
     declared = frozenset(name for _, spec in files for name in spec.tools)
     errors = []
     for source, spec in files:
         for loc, name in _tool_names(spec):
             problem = unknown_tool(name, declared)
             if problem is not None:
-                errors.append(f"{source.path}:{source.line(loc)}: error: {problem}")
+                errors.append(PolicyError(problem, path=source.path, line=source.line(loc)))
     return errors
+
+
+def tool_errors(files: Sequence[tuple[Source, PolicyFile]]) -> list[str]:
+    """`file:line: error: ...` for each of tool_problems (`policy check` prints them all)."""
+    return [f"{e.path}:{e.line}: error: {e.message}" for e in tool_problems(files)]
 
 
 def _tool_names(spec: PolicyFile) -> Iterator[tuple[Loc, str]]:

@@ -345,9 +345,10 @@ class WorkerPool:
 
 def start_forkserver(env: Mapping[str, str], preload: Sequence[str]) -> None:
     """Start multiprocessing's forkserver (and its resource tracker) now, with `env` as their
-    environment (and only the installed code on their sys.path), what /proc/<pid>/environ shows of them and of every worker forked from it
-    (a worker is given its environment with its WorkerInit). Swaps this process's environment
-    for the moment: call it while the process has a single thread."""
+    environment (and only the installed code on their sys.path), what /proc/<pid>/environ
+    shows of them and of every worker forked from it (a worker is given its environment with
+    its WorkerInit). Swaps this process's environment for the moment: call it while the
+    process has a single thread."""
     import multiprocessing.forkserver
 
     multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))

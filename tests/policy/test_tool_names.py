@@ -4,6 +4,7 @@ takes a tool call as flags."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from gateway.policy.commands import policy_check
 from gateway.policy.tool_names import known_tools, unknown_tool
 from tests.fixtures import CLAUDE_CODE_RECORDINGS
+from tests.server.processes import free_port
 
 from .conftest import WritePolicy
 
@@ -113,3 +115,44 @@ def test_explain_a_path_given_as_flags(tmp_path: Path) -> None:
 def test_explain_usage_errors_are_one_line(args: list[str]) -> None:
     out = _explain("--policy", "policies/org.yaml", *args)
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+
+
+MISSPELLED = "version: 1\npermissions:\n  deny:\n    - Bash(rm:*)\n    - Bsh(curl:*)\n"
+
+
+def test_no_policy_with_a_misspelled_tool_is_loaded_anywhere(
+    write_policy: WritePolicy, tmp_path: Path
+) -> None:
+    """Loaded, `Bsh(curl:*)` would do nothing and `curl` would go through: the loader every
+    vantage point uses refuses it (file:line), and the command hook then blocks."""
+    from gateway.errors import PolicyError
+    from gateway.policy import load_policy
+
+    path = write_policy(MISSPELLED)
+    with pytest.raises(PolicyError) as refused:
+        load_policy([path])
+    assert str(refused.value).startswith(f"{path}:5: Claude Code has no tool named 'Bsh'")
+    declared = write_policy("version: 1\ntools: [Bsh]\n" + MISSPELLED.split("\n", 1)[1],
+                            "declared.yaml")
+    assert load_policy([declared]).rule_count >= 2
+    call = json.dumps({"hook_event_name": "PreToolUse", "session_id": "s", "tool_use_id": "t",
+                       "tool_name": "Bash", "tool_input": {"command": "curl example.com"},
+                       "cwd": str(tmp_path)})
+    hook = subprocess.run([sys.executable, "-m", "gateway", "hook", "pre-tool-use", "--policy",
+                           path], input=call, capture_output=True, text=True,
+                          env={**os.environ,
+                               "AGENT_GATEWAY_HOME": str(tmp_path / "home")})
+    assert hook.returncode == 2, hook
+    assert hook.stderr.count("\n") == 1 and f"{path}:5" in hook.stderr, hook.stderr
+
+
+def test_serve_refuses_to_start_on_a_misspelled_tool(
+    write_policy: WritePolicy, tmp_path: Path
+) -> None:
+    path = write_policy(MISSPELLED)
+    served = subprocess.run(
+        [sys.executable, "-m", "gateway", "serve", "--port", str(free_port()), "--policy", path,
+         "--upstream", "http://127.0.0.1:9"], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "AGENT_GATEWAY_HOME": str(tmp_path / "home")})
+    assert served.returncode == 2, served
+    assert served.stderr.count("\n") == 1 and f"{path}:5" in served.stderr, served.stderr
