@@ -27,24 +27,36 @@ def build_layer(source: Source, spec: PolicyFile) -> Layer:
     name = os.path.basename(source.path)
     file_monitor = spec.mode == "monitor"
     rules: list[Rule] = []
+    ids: dict[str, Loc] = {}
     for decision in ("deny", "ask", "allow"):
-        for index, text in enumerate(getattr(spec.permissions, decision)):
+        for index, text, given_id in spec.permissions.entries(decision):
             loc: Loc = ("permissions", decision, index)
             try:
                 tools, glob, matcher = parse_rule(text)
             except ValueError as exc:
                 raise source.error(str(exc), loc) from None
             # Positions are 1-based everywhere the user sees them: the first entry is [1].
-            rule_id = f"{name}:permissions.{decision}[{index + 1}]"
+            rule_id = given_id or f"{name}:permissions.{decision}[{index + 1}]"
+            _unique(source, ids, rule_id, loc)
             rules.append(Rule(rule_id, decision, file_monitor,
                               f"policy {name} {_VERB[decision]} {text}", tools, glob, matcher,
-                              text))
+                              text, listed=True))
     for index, rule_spec in enumerate(spec.rules):
         try:
-            rules.append(_rich_rule(name, index, rule_spec, file_monitor))
+            rule = _rich_rule(name, index, rule_spec, file_monitor)
         except ValueError as exc:
             raise source.error(str(exc), ("rules", index)) from None
+        _unique(source, ids, rule.id, ("rules", index))
+        rules.append(rule)
     return index_layer(name, source.path, spec.mode, spec.default, spec.unparseable, rules)
+
+
+def _unique(source: Source, ids: dict[str, Loc], rule_id: str, loc: Loc) -> None:
+    """Two rules of one file with one id would be one name for two decisions."""
+    if rule_id in ids:
+        raise source.error(f"rule id {rule_id!r} is already used at line "
+                           f"{source.line(ids[rule_id])}", loc)
+    ids[rule_id] = loc
 
 
 def _rich_rule(file: str, index: int, spec: RuleSpec, file_monitor: bool) -> Rule:

@@ -31,7 +31,7 @@ from gateway.policy.compiled import (
 from gateway.policy.domains import DomainPattern
 from gateway.policy.paths import PathPattern
 
-FORMAT = "policy-cache-10"
+FORMAT = "policy-cache-11"
 Data = dict[str, Any]
 T = TypeVar("T")
 
@@ -67,7 +67,7 @@ def _rule(rule: Rule) -> Data:
     return {"id": rule.id, "decision": rule.decision, "monitor": rule.monitor,
             "reason": rule.reason, "tools": list(rule.tools),
             "tool_glob": _regex(rule.tool_glob), "matcher": _matcher(rule.matcher),
-            "text": rule.text}
+            "text": rule.text, "listed": rule.listed}
 
 
 def _regex(pattern: re.Pattern[str] | None) -> Data | None:
@@ -147,7 +147,7 @@ def _load_rule(raw: Any) -> Rule:
                 cast(Any, _choice(data.get("decision"), ("deny", "ask", "allow"))),
                 _bool(data.get("monitor")), _str(data.get("reason")), _strs(data.get("tools")),
                 _opt(data.get("tool_glob"), _load_regex), _load_matcher(data.get("matcher")),
-                _str(data.get("text")))
+                _str(data.get("text")), listed=_bool(data.get("listed")))
 
 
 def _load_regex(raw: Any) -> re.Pattern[str]:

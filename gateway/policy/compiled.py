@@ -84,6 +84,8 @@ class Rule:
     matcher: Matcher
     text: str
     """The rule as written, for explanations."""
+    listed: bool = False
+    """From a `permissions:` list (Claude Code's own syntax: the floor mirrors it)."""
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ def mirrored_floor(policy: Policy, *, local_secrets: bool = False) -> Floor:
                 # under ~ wherever the session runs: `grep -r ~` and Grep skip them
                 source = rule.matcher.pattern.source
                 denies += [f"Read({source})", f"Edit({source})"]
-            elif rule.decision == "deny" and not rule.monitor and ":permissions.deny[" in rule.id:
+            elif rule.decision == "deny" and not rule.monitor and rule.listed:
                 mirror = read_rule(rule.text).mirror
                 if mirror is None:
                     gateway_only.append((rule.id, rule.text))

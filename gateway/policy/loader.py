@@ -74,8 +74,11 @@ def validate(source: Source) -> PolicyFile:
     try:
         return PolicyFile.model_validate(source.data)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        loc = tuple(error["loc"])
+        errors = exc.errors()
+        # A permissions entry is a string or a {rule, id} mapping: a mapping's own error is the
+        # one that explains it (not "should be a valid string"), and neither form is a place.
+        error = next((e for e in errors if _UNION_TAGS[1] in e["loc"]), errors[0])
+        loc = tuple(p for p in error["loc"] if p not in _UNION_TAGS)
         where = ".".join(str(p) if isinstance(p, str) else f"[{p + 1}]" for p in loc)
         where = where.replace(".[", "[")
         if error["type"] == "extra_forbidden":
@@ -84,6 +87,9 @@ def validate(source: Source) -> PolicyFile:
         else:
             message = f"{where}: {_clean(error['msg'])}" if where else _clean(error["msg"])
         raise source.error(message, loc) from None
+
+
+_UNION_TAGS = ("str", "ListedRule")
 
 
 def _clean(msg: str) -> str:

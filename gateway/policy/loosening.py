@@ -61,8 +61,9 @@ def _enforced(spec: PolicyFile) -> Iterator[tuple[str, str, str, bool]]:
     """(identity, as written, decision, enforced) of every rule in the file."""
     enforce = spec.mode == "enforce"
     for decision in ("deny", "ask", "allow"):
-        for text in getattr(spec.permissions, decision):
-            yield _identity(RuleSpec(rule=text)), repr(text), decision, enforce
+        for _, text, rule_id in spec.permissions.entries(decision):
+            yield (_identity(RuleSpec(rule=text)), repr(rule_id) if rule_id else repr(text),
+                   decision, enforce)
     for rule in spec.rules:
         mode = rule.mode or spec.mode
         shown = repr(rule.id) if rule.id else _identity(rule)

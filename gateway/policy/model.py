@@ -17,18 +17,35 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Permissions(_Strict):
-    """Claude Code's own `permissions:` lists, rule strings verbatim."""
+RULE_ID = r"^[A-Za-z0-9_.:\-]+$"
 
-    deny: tuple[str, ...] = ()
-    ask: tuple[str, ...] = ()
-    allow: tuple[str, ...] = ()
+
+class ListedRule(_Strict):
+    """A permissions entry with a stable id, `{rule: "Bash(git push --force:*)", id:
+    no-force-push}`: decisions, audit records, spans and metrics name it by its id, which
+    does not change when rules are inserted above it (a bare string is named by position)."""
+
+    rule: str
+    id: str | None = Field(default=None, pattern=RULE_ID)
+
+
+class Permissions(_Strict):
+    """Claude Code's own `permissions:` lists, rule strings verbatim (or with an id)."""
+
+    deny: tuple[str | ListedRule, ...] = ()
+    ask: tuple[str | ListedRule, ...] = ()
+    allow: tuple[str | ListedRule, ...] = ()
+
+    def entries(self, decision: str) -> list[tuple[int, str, str | None]]:
+        """(position, rule string, its id if given) of one list."""
+        return [(index, entry, None) if isinstance(entry, str) else (index, entry.rule, entry.id)
+                for index, entry in enumerate(getattr(self, decision))]
 
 
 class RuleSpec(_Strict):
     """A rule with an id, a reason for the model, and either a rule string or a match form."""
 
-    id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:\-]+$")
+    id: str | None = Field(default=None, pattern=RULE_ID)
     reason: str = ""
     decision: Literal["deny", "ask", "allow"] = "deny"
     mode: Literal["enforce", "monitor"] | None = None

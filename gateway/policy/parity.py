@@ -159,7 +159,7 @@ class Difference:
 def rule_strings(spec: PolicyFile) -> Iterator[tuple[Loc, str]]:
     """Every Claude Code rule string in a file: its permissions lists and `rule:` forms."""
     for decision in ("deny", "ask", "allow"):
-        for index, text in enumerate(getattr(spec.permissions, decision)):
+        for index, text, _ in spec.permissions.entries(decision):
             yield ("permissions", decision, index), text
     for index, spec_rule in enumerate(spec.rules):
         if spec_rule.rule is not None:

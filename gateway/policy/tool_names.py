@@ -59,7 +59,7 @@ def tool_errors(files: Sequence[tuple[Source, PolicyFile]]) -> list[str]:
 
 def _tool_names(spec: PolicyFile) -> Iterator[tuple[Loc, str]]:
     for decision in ("deny", "ask", "allow"):
-        for index, text in enumerate(getattr(spec.permissions, decision)):
+        for index, text, _ in spec.permissions.entries(decision):
             name = rule_tool(text)
             if name is not None:
                 yield ("permissions", decision, index), name
