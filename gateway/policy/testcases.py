@@ -6,6 +6,7 @@ cases of file N run against the layers 1..N, so a team file's tests see the org 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from gateway.env import environment
 from gateway.errors import PolicyError
 from gateway.hookio.parse import parse_pre_tool_use
 from gateway.policy.evaluate import decide
@@ -97,6 +99,9 @@ def _check(policy: Any, case: Case) -> str:
         call = parse_pre_tool_use(json.dumps(case.hook()))
     except Exception as exc:
         return f"bad hook input: {exc}"
+    # As the hook decides it: `~` is $HOME of the environment the call runs in (this one),
+    # not the password database's entry (CI runners often have the two differ).
+    call = dataclasses.replace(call, environ=environment())
     sandboxed = policy.sandbox == "required" if case.sandboxed is None else case.sandboxed
     decision = decide(policy, call, sandboxed=sandboxed)
     problems = []

@@ -4,10 +4,12 @@ to the audit log or exported. Then compared with the decision the source recorde
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from gateway.env import environment
 from gateway.errors import one_line
 from gateway.policy.compiled import Policy
 from gateway.policy.evaluate import explain
@@ -74,6 +76,8 @@ def replay(policy: Policy, items: Iterable[Item], seen: set[str] | None = None, 
                 yield Duplicate(item.where, call.tool_use_id)
                 continue
             seen.add(call.tool_use_id)
+        if not call.environ:  # as the hook decides: in this environment (`~` is its $HOME)
+            call = dataclasses.replace(call, environ=environment())
         try:
             decision = explain(policy, call, sandboxed=sandboxed).decision
         except Exception as exc:  # the hook fails closed here; replay reports it
