@@ -26,7 +26,7 @@ from gateway.server.auth import (
 )
 from gateway.server.bodies import BodyError, JSONBody, decode, parse_object, read_limited
 from gateway.server.budget_gate import REFUSAL_STATUS, REFUSAL_TYPE
-from gateway.server.hook_replies import bad_request, cannot_answer
+from gateway.server.hook_replies import cannot_answer
 from gateway.server.proxy import (
     DEFAULT_MAX_STREAM_S,
     SESSION_HEADER,
@@ -266,7 +266,8 @@ async def _hook(request: web.Request) -> web.Response:
     try:
         raw, body = await _read_json(request, MAX_HOOK_BODY)
     except BodyError as exc:
-        reply = bad_request(event, exc.status, str(exc))
+        reply = await request.app[SERVICE].unreadable(event, {}, caller_of(request),
+                                                      exc.status, str(exc))
         return web.json_response(reply.body, status=reply.status)
     service = request.app[SERVICE]
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import zlib
 from typing import Any, NamedTuple, cast
 
@@ -99,7 +100,7 @@ def decode_object(raw: bytes, content_encoding: str, limit: int) -> JSONBody:
 def parse_object(data: bytes, max_depth: int = MAX_DEPTH) -> JSONObject:
     """A JSON object nested at most `max_depth` deep."""
     try:
-        value = json.loads(data)
+        value = json.loads(data, parse_constant=_not_json)
     except RecursionError:
         raise BodyError(400, f"JSON nested deeper than {max_depth} levels") from None
     except (ValueError, UnicodeDecodeError) as exc:
@@ -107,10 +108,29 @@ def parse_object(data: bytes, max_depth: int = MAX_DEPTH) -> JSONObject:
     if not isinstance(value, dict):
         raise BodyError(400, "expected a JSON object")
     value = cast(JSONObject, value)
+    if _ESCAPED_SURROGATE.search(data) and _holds_lone_surrogate(value):
+        # Kept, it would be recorded altered (U+FFFD): ids are kept exactly or refused.
+        raise BodyError(400, "a string holds a lone UTF-16 surrogate (not Unicode text)")
     # Fewer brackets than the limit cannot nest deeper than it: skip the walk.
     if data.count(b"[") + data.count(b"{") > max_depth and _depth_exceeds(value, max_depth):
         raise BodyError(400, f"JSON nested deeper than {max_depth} levels")
     return value
+
+
+_ESCAPED_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]")
+
+
+def _not_json(constant: str) -> Any:
+    """NaN and Infinity: Python reads them, JSON has no such values."""
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+def _holds_lone_surrogate(value: JSONObject) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _depth_exceeds(value: Any, limit: int) -> bool:

@@ -25,11 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.audit.log import append_record, audit_path
 from gateway.env import snapshot
-from gateway.errors import GatewayError, one_line
+from gateway.errors import GatewayError, HookInputError, one_line
 from gateway.handlers.decision import PreToolUseAnswer, fail_closed
 from gateway.handlers.engine import Engine
 from gateway.handlers.trail import AuditExport
 from gateway.handlers.turn_end import TURN_END_EVENTS, RecordedRefusals, record_turn_refusals
+from gateway.hookio.events import BLOCKING_EVENTS
+from gateway.hookio.parse import parse_pre_tool_use
 from gateway.hookio.render import render_block, render_pre_tool_use
 from gateway.policy.reload import INTERVAL_S, PolicyFiles
 from gateway.runner.agent_env import remote_agent_env
@@ -65,7 +67,7 @@ from gateway.server.workers import JobFailed, JobTimeout, WorkerPool
 from gateway.telemetry import metric_names as M
 from gateway.telemetry.metrics import GatewayMetrics
 from gateway.tenancy.tokens import Caller
-from gateway.types import JSON, Decision, JSONObject
+from gateway.types import FAIL_CLOSED_RULE, JSON, Decision, JSONObject
 
 if TYPE_CHECKING:
     pass
@@ -219,10 +221,17 @@ class GatewayService:
         """`sandbox`: the fingerprint of the OS sandbox the session's settings turned on."""
         named = body.get("hook_event_name")
         if named is not None and named != event:
-            return bad_request(event, 400, f"hook_event_name {named!r} does not match {event}")
+            return await self.unreadable(
+                event, body, caller, 400, f"hook_event_name {named!r} does not match {event}")
         session_id = body.get("session_id")
         if session_id is not None and not valid_session_id(session_id):
-            return bad_request(event, 400, "session_id must be a printable string (max 256)")
+            return await self.unreadable(event, body, caller, 400,
+                                         "session_id must be a printable string (max 256)")
+        if event == "PreToolUse":
+            try:
+                parse_pre_tool_use(body)  # what the worker reads: a 400 here, not a 200 deny
+            except HookInputError as exc:
+                return await self.unreadable(event, body, caller, 400, one_line(exc))
         try:
             refusal = await self.tenancy.refusal(_text(session_id), caller.name)
         except OwnerStoreError as exc:
@@ -407,6 +416,17 @@ class GatewayService:
             await self._offload.io(self._append, record)
         except OSError as exc:
             log.error("audit log not writable: %s", exc)
+
+    async def unreadable(self, event: str, body: JSONObject, caller: Caller, status: int,
+                         message: str) -> HookReply:
+        """A hook body the gateway will not read: the 4xx (a deny or block for the events
+        that block), and for those its audit record, so no refused call goes unrecorded."""
+        reply = bad_request(event, status, message)
+        if event in BLOCKING_EVENTS:
+            await self.audit_refusal(
+                event, body, caller, f"agent-gateway could not read the hook input: {message}",
+                rule_id=FAIL_CLOSED_RULE)
+        return reply
 
     async def audit_refusal(
         self,
