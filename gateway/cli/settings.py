@@ -70,10 +70,12 @@ def run(args: argparse.Namespace) -> int:
                   "variables of an environment these settings do not see; list the names "
                   "(the sandbox is told exact names), or start sessions with "
                   "`agent-gateway run`", file=sys.stderr)
-        print(f"{PROG}: the policy requires Claude Code's OS sandbox (sandbox: "
-              "required): sessions need bubblewrap and socat on Linux (apt-get install "
-              "bubblewrap socat); Claude Code refuses to start without them",
-              file=sys.stderr)
+        missing = _sandbox_programs_missing()
+        if missing:
+            print(f"{PROG}: the policy requires Claude Code's OS sandbox (sandbox: "
+                  f"required): sessions need bubblewrap and socat on Linux, and this machine "
+                  f"has no {' or '.join(missing)} (apt-get install bubblewrap socat); Claude "
+                  "Code refuses to start without them", file=sys.stderr)
     print(json.dumps(settings, indent=2))
     if asked:
         print(f"{PROG}: {asked}", file=sys.stderr)
@@ -120,6 +122,15 @@ def _export_settings_for_hooks(settings: ClaudeSettings) -> None:
             print(f"{PROG}: {name} is not written (it may hold credentials): export "
                   f"{HOOK_OTEL_PREFIX}{name[len('OTEL_'):]} in the sessions' environment",
                   file=sys.stderr)
+
+
+def _sandbox_programs_missing() -> list[str]:
+    """What Claude Code's OS sandbox needs on Linux and this machine lacks."""
+    import shutil
+
+    if not sys.platform.startswith("linux"):
+        return []
+    return [name for name in ("bwrap", "socat") if shutil.which(name) is None]
 
 
 def _with_token(args: argparse.Namespace) -> tuple[bool, str]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
+import typing
 from collections.abc import Sequence
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from gateway.errors import PolicyError
 from gateway.policy.build import build_layer
@@ -84,12 +86,36 @@ def validate(source: Source) -> PolicyFile:
         if error["type"] == "extra_forbidden":
             message = f"unknown key {loc[-1]!r}" + (f" in {where.rsplit('.', 1)[0]}"
                                                     if len(loc) > 1 else "")
+            close = difflib.get_close_matches(str(loc[-1]), _keys_at(loc[:-1]), n=1)
+            message += f" (did you mean {close[0]!r}?)" if close else ""
         else:
             message = f"{where}: {_clean(error['msg'])}" if where else _clean(error["msg"])
         raise source.error(message, loc) from None
 
 
 _UNION_TAGS = ("str", "ListedRule")
+
+
+def _keys_at(loc: Sequence[object]) -> list[str]:
+    """The keys the schema has where `loc` points (list positions step into the items)."""
+    model: type[BaseModel] | None = PolicyFile
+    for part in loc:
+        if model is None:
+            return []
+        if isinstance(part, str):
+            field = model.model_fields.get(part)
+            model = _model_in(field.annotation) if field is not None else None
+    return sorted(model.model_fields) if model is not None else []
+
+
+def _model_in(annotation: object) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def _clean(msg: str) -> str:

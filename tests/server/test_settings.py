@@ -8,6 +8,7 @@ import pytest
 
 from gateway.cli.main import main
 from gateway.cli.serve import ServeArgs, is_loopback, serve_command
+from gateway.cli.settings import _sandbox_programs_missing
 from gateway.policy import load_policy
 from gateway.server.claude_settings import gateway_settings, managed_settings, static_denies
 
@@ -184,7 +185,8 @@ def test_a_sandbox_policy_turns_the_sandbox_on_and_tells_the_hooks(
         assert done.value.code == 0
         captured = capsys.readouterr()
         printed = json.loads(captured.out)
-        assert "bubblewrap" in captured.err
+        # named only where this machine lacks what the sandbox needs
+        assert ("bubblewrap" in captured.err) is bool(_sandbox_programs_missing())
         sandbox = printed["sandbox"]
         assert sandbox["enabled"] and sandbox["failIfUnavailable"]
         assert sandbox["allowUnsandboxedCommands"] is False
@@ -257,3 +259,16 @@ def test_local_command_hooks_need_a_policy_and_take_the_export_settings_along(
     assert "s3cret" not in out and "OTEL_EXPORTER_OTLP_HEADERS is not written" in err
     assert "Read(**/.env)" in settings["permissions"]["deny"]  # the floor, as ever
     assert "apiKeyHelper" not in settings
+
+
+def test_the_sandbox_warning_names_what_this_machine_lacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = tmp_path / "org.yaml"
+    policy.write_text("version: 1\nsandbox: required\n")
+    monkeypatch.setattr("shutil.which", lambda name: None if name == "socat" else "/x")
+    code, _, err = _settings(capsys, "--url", "http://gw", "--token", "--policy", str(policy))
+    assert code == 0 and "this machine has no socat" in err, err
+    monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/" + name)
+    code, _, err = _settings(capsys, "--url", "http://gw", "--token", "--policy", str(policy))
+    assert code == 0 and "bubblewrap" not in err, err
