@@ -143,10 +143,12 @@ def list_line(position: int, record: Mapping[str, JSON]) -> str:
             f"{position:>6}",
             str(record.get("time", "?"))[:19] + "Z",
             f"{record.get('decision', '?'):<7}",
-            str(record.get("tool", "?")),
+            # An event that is no tool call (SessionStart, PreCompact) is named as the event.
+            str(record.get("tool") or record.get("event") or "?"),
             str(record.get("rule_id") or "-") + flag,
             str(record.get("session_id") or "-"),
-            input_summary(record.get("input")),
+            input_summary(record.get("input") if "input" in record or "event" not in record
+                          else record.get("archive_id") or record.get("reason")),
         )
     )
 

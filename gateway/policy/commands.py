@@ -166,9 +166,12 @@ def _print_scan(scan: Scan, allow_withheld: str, out: TextIO) -> None:
         print(f"  - {command.text}{via}", file=out)
     if scan.unparseable:
         print(f"  ! {scan.unparseable}", file=out)
-    for access in scan.accesses:
-        maybe = " (possibly)" if access.possible else ""
-        print(f"  {access.mode}s{maybe}: {access.path.text}", file=out)
+    # One line per use: a path reached twice (through a shell string and directly, or under
+    # another cwd spelled the same) is one thing the command does.
+    lines = (f"  {a.mode}s{' (possibly)' if a.possible else ''}: {a.path.text}"
+             for a in scan.accesses)
+    for line in dict.fromkeys(lines):
+        print(line, file=out)
     if allow_withheld:
         print(f"allow rules do not apply: {allow_withheld}", file=out)
 

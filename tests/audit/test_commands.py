@@ -133,3 +133,18 @@ def test_every_decision_list_prints_is_one_it_selects_by(tmp_path: Path) -> None
         selected = _list(path, decision=args.decision)[1]
         assert selected and all(line.split()[2] == decision for line in selected)
     assert len(_list(path, decision=REFUSED)[1]) == 2
+
+
+def test_an_event_that_is_no_tool_call_is_listed_by_its_name(tmp_path: Path) -> None:
+    from gateway.audit.log import append_record
+    from gateway.server.audit_events import NONE, event_record
+
+    path = tmp_path / "audit.jsonl"
+    append_record(event_record("SessionStart", {"session_id": "s1"}, "team-a", decision=NONE,
+                               reason="SessionStart is observed"), path)
+    append_record(event_record("PreCompact", {"session_id": "s1"}, "team-a", decision="none",
+                               reason="archived", archive_id="ar-1"), path)
+    start, compact = _list(path)[1]
+    assert "SessionStart" in start and " ? " not in start, start
+    assert start.endswith("SessionStart is observed")
+    assert "PreCompact" in compact and compact.endswith("ar-1"), compact

@@ -71,3 +71,16 @@ def test_explain_decides_in_the_callers_environment(
                                 "tool_input": {"file_path": str(home / ".ssh" / "id_rsa")}}))
     assert policy_explain([path], str(hook)) == 0
     assert "decision: deny" in capsys.readouterr().out
+
+
+def test_explain_names_each_use_of_a_file_once(write_policy: WritePolicy) -> None:
+    import io
+
+    path = write_policy("version: 1\npermissions:\n  deny: ['Edit(/src/**)']\n")
+    out = io.StringIO()
+    call = {"tool_name": "Bash", "tool_input": {"command": "rsync -a src/ build/"},
+            "cwd": "/srv/project"}
+    assert policy_explain([path], hook_input=call, out=out, err=io.StringIO()) == 0
+    uses = [line for line in out.getvalue().splitlines() if line.startswith("  ")
+            and ("reads" in line or "writes" in line)]
+    assert uses and len(uses) == len(set(uses)), uses

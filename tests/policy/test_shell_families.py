@@ -145,3 +145,17 @@ def test_a_set_cdpath_makes_a_bare_cd_uncertain_only_when_it_is_set(
     monkeypatch.setenv("CDPATH", str(in_home))
     assert os.environ["CDPATH"]
     assert _decide(permissive, "cd .ssh && cat id_rsa", project) in ("deny", "ask")
+
+
+def test_tars_traditional_keys_are_options_not_a_file(
+        tmp_path: Path, in_home: Path) -> None:
+    """`tar czf x.tgz dir` was read as reading and writing a file named `czf`; its keys are
+    the options `-c -z -f x.tgz`, each that takes a value taking the next word."""
+    path = tmp_path / "org.yaml"
+    path.write_text('version: 1\ndefault: allow\npermissions:\n  deny: ["Read(/czf)", '
+                    '"Edit(/czf)", "Edit(/out/**)"]\n')
+    policy = load_policy([str(path)])
+    assert _decide(policy, "tar czf x.tgz docs", tmp_path) == "allow"
+    assert _decide(policy, "tar xzf x.tgz -C build", tmp_path) == "allow"
+    assert _decide(policy, "tar czf out/x.tgz docs", tmp_path) == "deny"  # the archive written
+    assert _decide(policy, "tar cfC out/x.tgz src .", tmp_path) == "deny"

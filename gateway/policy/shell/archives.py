@@ -10,6 +10,7 @@ standard input or not on disk yet, anything under DIR may be written.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -54,6 +55,24 @@ def extraction(name: str, words: list[Word]) -> Extraction | None:
 
 _TAKES_VALUE = "fCTXbLKNVgHI"
 """tar's short options that take a value (a file, a directory, a number, a program)."""
+
+
+TARS: Final = ("tar", "gtar", "bsdtar")
+
+
+def tar_dashed(words: Sequence[Word]) -> list[Word]:
+    """tar's traditional first word (`czf x.tgz dir`: keys without a dash, each key that
+    takes a value taking the next word in order) as the options it stands for (`-c -z -f
+    x.tgz dir`), so option tables read it like any other spelling."""
+    if len(words) < 2 or not words[1].text.isalpha():
+        return list(words)
+    rest = list(words[2:])
+    dashed = [words[0]]
+    for letter in words[1].text:
+        dashed.append(Word("-" + letter, dynamic=words[1].dynamic))
+        if letter in _TAKES_VALUE and rest:
+            dashed.append(rest.pop(0))
+    return [*dashed, *rest]
 
 
 def _tar(args: list[Word]) -> Extraction | None:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from gateway.policy.shell.archives import TARS, tar_dashed
 from gateway.policy.shell.filetable import FILE_USES, FileUse, Mode
 from gateway.policy.shell.filetrees import recursive, tree, trees
 from gateway.policy.shell.formatters import RUN_AS_MODULES, formatter_of, formatter_uses
@@ -38,6 +39,8 @@ def file_uses(name: str, words: Sequence[Word]) -> list[tuple[Mode, Word]] | Non
     use = FILE_USES.get(name)
     if use is None:
         return None
+    if name in TARS:
+        words = tar_dashed(words)
     argv = _read_argv(name, use, words)
     operands = argv.operands
     if use.globs:
