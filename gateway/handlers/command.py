@@ -146,7 +146,7 @@ def run_pre_tool_use(
             import logging
 
             logging.getLogger("gateway.handlers").exception("audit record not exported")
-    _note_decision(got.raw, answer)
+    _note_decision(answer)
     if answer.failure:
         return _block(stderr, answer.failure)
     stdout.write(json.dumps(answer.output) + "\n")
@@ -154,22 +154,21 @@ def run_pre_tool_use(
     return EXIT_OK
 
 
-def _note_decision(raw: bytes | str | None, answer: PreToolUseAnswer) -> None:
+def _note_decision(answer: PreToolUseAnswer) -> None:
     """The decision into the session's trace journal, when it keeps one (after the record:
-    the trace is a copy, and never changes or delays the decision's own)."""
-    if raw is None:
+    the trace is a copy, and never changes or delays the decision's own). The call as the
+    decision read it: the hook input is not parsed again."""
+    call = answer.call
+    if call is None or not call.session_id:
         return
-    try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError):
-        return  # the decision said why (a deny, or exit 2)
-    if not isinstance(body, dict):
-        return
-    try:
-        from gateway.env import gateway_home
-        from gateway.handlers.trace_journal import note
-        from gateway.telemetry.fact_state import decision_json
+    from gateway.env import gateway_home
+    from gateway.handlers.trace_journal import note
+    from gateway.telemetry.fact_state import decision_json
 
+    body = {"session_id": call.session_id, "tool_use_id": call.tool_use_id,
+            "tool_name": call.tool_name, "tool_input": dict(call.tool_input),
+            "agent_id": call.agent_id, "transcript_path": call.transcript_path}
+    try:
         note(gateway_home(), "PreToolUse", body,
              extra={"decision": decision_json(answer.decision)})
     except OSError as exc:

@@ -69,6 +69,26 @@ def note(
     session = body.get("session_id")
     if not isinstance(session, str) or not session:
         return False
+    path = journal_path(home, session)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+    if event in STARTS_JOURNAL:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        flags |= os.O_CREAT
+    try:  # opened first: a session that keeps no journal costs one failed open
+        fd = os.open(path, flags, 0o600)
+    except FileNotFoundError:
+        return False
+    try:
+        line = _line(event, body, extra, at_ns)
+        # One write of the whole line, appended: lines of concurrent hooks do not interleave.
+        os.write(fd, line.encode("ascii"))
+    finally:
+        os.close(fd)
+    return True
+
+
+def _line(event: str, body: Mapping[str, Any], extra: Mapping[str, Any] | None,
+          at_ns: int | None) -> str:
     entry: dict[str, Any] = {"at": at_ns or time.time_ns(), "event": event,
                              "body": dict(body) if content_captured() else _without_content(body)}
     if extra:
@@ -79,18 +99,4 @@ def note(
         entry["body"]["tool_response"] = {
             k: response[k] for k in KEPT_OF_LARGE_RESPONSE if k in response}
         line = json.dumps(entry, default=str) + "\n"
-    path = journal_path(home, session)
-    flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-    if event in STARTS_JOURNAL:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        flags |= os.O_CREAT
-    try:
-        fd = os.open(path, flags, 0o600)
-    except FileNotFoundError:
-        return False
-    try:
-        # One write of the whole line, appended: lines of concurrent hooks do not interleave.
-        os.write(fd, line.encode("ascii"))
-    finally:
-        os.close(fd)
-    return True
+    return line
