@@ -11,7 +11,7 @@ reads 1 as "run the tool". The decision itself is the one every vantage point ma
 The observed events never block (exit 2 at Stop would keep the agent going): what fails is
 said on stderr with exit 1, which Claude Code reports and goes on. Here, each is noted in the
 session's trace journal; at a turn's end Claude Code's own refusals of the turn are recorded
-(handlers/turn_end.py) and the trace is built (handlers/local_trace.py).
+(handlers/turn_end.py) and the trace is built (server/local_trace.py).
 
 Import cost matters (one process per tool call): this path loads only the compiled policy
 cache, the shell parser and the standard library; the OpenTelemetry SDK only when
@@ -161,34 +161,32 @@ def _note_decision(answer: PreToolUseAnswer) -> None:
     call = answer.call
     if call is None or not call.session_id:
         return
-    from gateway.env import gateway_home
-    from gateway.handlers.trace_journal import note
     from gateway.telemetry.fact_state import decision_json
 
     body = {"session_id": call.session_id, "tool_use_id": call.tool_use_id,
             "tool_name": call.tool_name, "tool_input": dict(call.tool_input),
             "agent_id": call.agent_id, "transcript_path": call.transcript_path}
-    try:
-        note(gateway_home(), "PreToolUse", body,
-             extra={"decision": decision_json(answer.decision)})
-    except OSError as exc:
-        import logging
-
-        logging.getLogger("gateway.telemetry").warning("decision not traced: %s", exc)
+    _note("PreToolUse", body, extra={"decision": decision_json(answer.decision)})
 
 
 def _note_compaction(body: dict[str, object], start_ns: int, archive_id: str, error: str
                      ) -> None:
+    _note("PreCompact", body, at_ns=start_ns, extra={"archive_id": archive_id, "error": error})
+
+
+def _note(event: str, body: dict[str, Any], *, extra: dict[str, Any],
+          at_ns: int | None = None) -> None:
+    """Into the journal, after the answer is made: a journal that cannot be written is
+    logged, never a changed answer."""
     from gateway.env import gateway_home
     from gateway.handlers.trace_journal import note
 
     try:
-        note(gateway_home(), "PreCompact", body, at_ns=start_ns,
-             extra={"archive_id": archive_id, "error": error})
+        note(gateway_home(), event, body, extra=extra, at_ns=at_ns)
     except OSError as exc:
         import logging
 
-        logging.getLogger("gateway.telemetry").warning("compaction not traced: %s", exc)
+        logging.getLogger("gateway.telemetry").warning("%s not traced: %s", event, exc)
 
 
 TRACE_BUILT_AT = ("Stop", "StopFailure", "SessionEnd")
@@ -239,19 +237,18 @@ def _record_refusals(body: dict[str, object], policy_paths: Sequence[str], home:
     from gateway.handlers.turn_end import RecordedRefusals, append_refusal, record_turn_refusals
     from gateway.types import ToolCall
 
+    failures = []
     try:
         policy = cached_policy(policy_paths) if policy_paths else None
     except Exception as exc:  # recorded all the same, with the built-in redaction
         policy = None
-        failure = f"the policy does not load ({one_line(exc)}); refusals recorded without it"
-    else:
-        failure = ""
+        failures.append(f"the policy does not load ({one_line(exc)}); refusals recorded "
+                        "without it")
     try:
         trail = hook_export() if hook_log_export_requested() else None
     except Exception as exc:  # the records are written; their copy is what fails
         trail = None
-        failure = f"{failure}; " if failure else ""
-        failure += f"refusals not exported: {one_line(exc)}"
+        failures.append(f"refusals not exported: {one_line(exc)}")
 
     class _Recorder:
         def record_refusal(self, call: ToolCall, reason: str, tenant: str = "") -> object:
@@ -266,7 +263,7 @@ def _record_refusals(body: dict[str, object], policy_paths: Sequence[str], home:
     record_turn_refusals(_Recorder(), body, seen, projects_root=projects_root)
     if trail is not None:
         trail.shutdown()
-    return failure
+    return "; ".join(failures)
 
 
 def _not_recorded(stderr: IO[str], line: str) -> int:
